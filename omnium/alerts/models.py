@@ -1,0 +1,25 @@
+"""Alerts a person must see. One open alert per (kind, subject): a failure storm is one row."""
+
+from django.db import models
+from django.db.models import Q
+
+
+class Alert(models.Model):
+    kind = models.CharField(max_length=40)  # e.g. stat_job_failed, destination_failing
+    subject = models.CharField(max_length=200)  # what it is about, e.g. "medal_standings:fixture=<id>"
+    message = models.TextField()
+    details = models.JSONField(default=dict, blank=True)
+    opened_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "subject"],
+                condition=Q(resolved_at__isnull=True),
+                name="one_open_alert_per_subject",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind}: {self.subject}"

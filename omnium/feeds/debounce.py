@@ -1,0 +1,123 @@
+"""Per-file debounce, kept in PostgreSQL so that no worker's death loses a pending build.
+
+A file with a change is due once its changes have been quiet for BUILD_QUIET_S, but never
+later than BUILD_MAX_WAIT_S after its first pending change, so a steady stream of changes
+cannot starve it. All times are the database's clock, shared by every worker host.
+"""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from omnium.conf import omnium_setting
+from omnium.routing import LIVE
+
+NOTE_CHANGES = """
+INSERT INTO feeds_pendingbuild AS p
+    (doc_key, lane, first_change_at, last_change_at, due_at, generation)
+SELECT key, %(lane)s, %(at)s, %(at)s, %(at)s + %(quiet)s * interval '1 second', 1
+FROM unnest(%(keys)s::text[]) AS key
+ON CONFLICT (doc_key) DO UPDATE SET
+    first_change_at = LEAST(p.first_change_at, EXCLUDED.first_change_at),
+    last_change_at = GREATEST(p.last_change_at, EXCLUDED.last_change_at),
+    due_at = LEAST(
+        LEAST(p.first_change_at, EXCLUDED.first_change_at) + %(max_wait)s * interval '1 second',
+        GREATEST(p.last_change_at, EXCLUDED.last_change_at) + %(quiet)s * interval '1 second'),
+    generation = p.generation + 1,
+    lane = CASE WHEN EXCLUDED.lane = %(live)s THEN EXCLUDED.lane ELSE p.lane END
+RETURNING due_at
+"""
+
+
+def note_changes(doc_keys, changed_at: datetime, lane: str) -> list[datetime]:
+    """Fold a change made at `changed_at` into the files' pending builds; returns their due times."""
+    if not doc_keys:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(NOTE_CHANGES, {
+            "keys": sorted(doc_keys), "at": changed_at, "lane": lane, "live": LIVE,
+            "quiet": omnium_setting("BUILD_QUIET_S"), "max_wait": omnium_setting("BUILD_MAX_WAIT_S"),
+        })
+        return [row[0] for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class Claim:
+    doc_key: str
+    token: uuid.UUID
+    generation: int
+    claimed_at: datetime
+
+
+CLAIM_NEXT = """
+UPDATE feeds_pendingbuild SET
+    claim_token = %(token)s, claimed_at = clock_timestamp(),
+    claimed_until = clock_timestamp() + %(ttl)s * interval '1 second'
+WHERE doc_key = (
+    SELECT doc_key FROM feeds_pendingbuild
+    WHERE lane = ANY(%(lanes)s) AND due_at <= clock_timestamp()
+      AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+    ORDER BY lane = %(live)s DESC, due_at
+    LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING doc_key, generation, claimed_at
+"""
+
+
+def claim_next_due(lanes: list[str]) -> Claim | None:
+    """Take the most urgent due file of these lanes, or None if nothing is due."""
+    token = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(CLAIM_NEXT, {
+            "token": token, "lanes": list(lanes), "live": LIVE, "ttl": omnium_setting("BUILD_CLAIM_TTL_S"),
+        })
+        row = cursor.fetchone()
+    return Claim(row[0], token, row[1], row[2]) if row else None
+
+
+def finish(claim: Claim) -> bool:
+    """Close a built claim. Changes that arrived during the build stay pending (True)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM feeds_pendingbuild WHERE doc_key = %s AND claim_token = %s AND generation = %s",
+            [claim.doc_key, claim.token, claim.generation],
+        )
+        if cursor.rowcount:
+            return False
+        # A change arrived while we built; our snapshot may predate it. Its first change is
+        # no earlier than our claim, so counting from the claim keeps the 3 s promise.
+        cursor.execute(
+            """UPDATE feeds_pendingbuild SET claim_token = NULL, claimed_until = NULL,
+                   first_change_at = %(at)s,
+                   due_at = LEAST(%(at)s + %(max_wait)s * interval '1 second',
+                                  last_change_at + %(quiet)s * interval '1 second')
+               WHERE doc_key = %(key)s AND claim_token = %(token)s""",
+            {"at": claim.claimed_at, "key": claim.doc_key, "token": claim.token,
+             "quiet": omnium_setting("BUILD_QUIET_S"), "max_wait": omnium_setting("BUILD_MAX_WAIT_S")},
+        )
+        return True
+
+
+def release(claim: Claim, retry_in_s: float) -> None:
+    """Give a claim back after a failed or superseded build; due again in `retry_in_s`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """UPDATE feeds_pendingbuild SET claim_token = NULL, claimed_until = NULL,
+                   due_at = clock_timestamp() + %s * interval '1 second'
+               WHERE doc_key = %s AND claim_token = %s""",
+            [retry_in_s, claim.doc_key, claim.token],
+        )
+
+
+def next_due_in(lanes: list[str]) -> float | None:
+    """Seconds until the next unclaimed pending build of these lanes is due (0 if overdue)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT GREATEST(0, EXTRACT(EPOCH FROM MIN(due_at) - clock_timestamp()))
+               FROM feeds_pendingbuild WHERE lane = ANY(%s)
+                 AND (claimed_until IS NULL OR claimed_until < clock_timestamp())""",
+            [list(lanes)],
+        )
+        value = cursor.fetchone()[0]
+    return None if value is None else float(value)

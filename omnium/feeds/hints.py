@@ -1,0 +1,53 @@
+"""Post-commit hints that start builds early. Losing one is harmless: the sweeper covers it.
+
+Wake-ups are deduplicated per lane in Redis: a wake-up is scheduled only if none is already
+set for an earlier time, so a burst of changes does not flood the queue with timers.
+"""
+
+import logging
+import time
+
+from django.dispatch import receiver
+from redis.exceptions import RedisError
+
+from omnium.games.signals import changes_committed
+from omnium.redis_client import redis_client
+from omnium.routing import build_queue
+
+log = logging.getLogger(__name__)
+
+# KEYS[1] = wake key; ARGV = wake time, now (unix s), expiry (ms).
+# Returns 1 if the caller should schedule a wake-up at the given time.
+CLAIM_WAKE = """
+local current = tonumber(redis.call('GET', KEYS[1]))
+local at, now = tonumber(ARGV[1]), tonumber(ARGV[2])
+if current and current <= at and current > now then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 1
+"""
+
+
+@receiver(changes_committed)
+def _handle_changes_soon(sender, lane, **kwargs):
+    from omnium.feeds.tasks import handle_changes
+
+    try:
+        handle_changes.apply_async(queue=build_queue(lane))
+    except Exception:  # the broker may be down; the sweeper will find the rows
+        log.warning("could not send the handle_changes hint", exc_info=True)
+
+
+def wake_builders(lane: str, in_seconds: float) -> bool:
+    """Make sure a build_due task of `lane` runs in `in_seconds` (or earlier)."""
+    from omnium.feeds.tasks import build_due
+
+    now = time.time()
+    at = round(now + in_seconds, 2)
+    try:
+        script = redis_client().register_script(CLAIM_WAKE)
+        if not script(keys=[f"omnium:build-wake:{lane}"], args=[at, now, int(in_seconds * 1000) + 60_000]):
+            return False
+    except RedisError:
+        log.warning("Redis unavailable for wake-up dedup; scheduling anyway", exc_info=True)
+    build_due.apply_async(args=[lane], countdown=max(0.0, at - time.time()), queue=build_queue(lane))
+    return True

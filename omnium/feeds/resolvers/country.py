@@ -1,0 +1,51 @@
+"""A country's file (filter = NOC code): its medals, its competitors and its fixtures."""
+
+from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers.base import Resolved, UnknownFile
+from omnium.feeds.resolvers.entries import ENTRY_FIELDS, entry_document
+from omnium.feeds.resolvers.medals import standing_document
+from omnium.games.models import Entry, MedalStanding, Noc
+
+
+def resolve(games, filter: str) -> Resolved:
+    noc = Noc.objects.filter(code=filter).first()
+    if noc is None or not Entry.objects.filter(games=games, noc=noc).exists():
+        raise UnknownFile(f"NOC {filter!r} has no entries at {games.code}")
+    resolved = Resolved(data=None)
+    # The NOC itself stands for "the set of its entries": a new entry names it.
+    resolved.depends_on("noc", [noc.pk])
+    entries = list(Entry.objects.filter(games=games, noc=noc).order_by("event__code", "id").values(*ENTRY_FIELDS, "event__code"))
+    resolved.depends_on("entry", (e["id"] for e in entries))
+    resolved.saw_change(*(e["changed_at"] for e in entries))
+    fixtures = rows.fixtures(games, noc=noc)
+    resolved.depends_on("fixture", (f["id"] for f in fixtures))
+    resolved.saw_change(*(f["changed_at"] for f in fixtures))
+    standing = _standing(games, noc, resolved)
+    resolved.data = {
+        "noc": noc.code,
+        "name": noc.name,
+        "medals": standing,
+        "entries": [dict(entry_document(e), event=e["event__code"]) for e in entries],
+        "fixtures": [_own_view(rows.fixture_document(f), noc.code) for f in fixtures],
+    }
+    return resolved
+
+
+def _own_view(fixture: dict, noc_code: str) -> dict:
+    """A fixture as a country sees it: its own competitors only (the full one is in the calendar)."""
+    del fixture["sport"], fixture["discipline"]
+    fixture["competitors"] = [c for c in fixture["competitors"] if c["noc"] == noc_code]
+    return fixture
+
+
+def _standing(games, noc, resolved: Resolved) -> dict | None:
+    row = (
+        MedalStanding.objects.filter(games=games, noc=noc)
+        .values("id", "gold", "silver", "bronze", "rank", "changed_at", "noc__code", "noc__name")
+        .first()
+    )
+    if row is None:
+        return None
+    resolved.depends_on("medal_standing", [row["id"]])
+    resolved.saw_change(row["changed_at"])
+    return standing_document(row)

@@ -1,0 +1,51 @@
+"""Results: per medal event, every fixture that has started, ranked, and the medals."""
+
+from collections import defaultdict
+
+from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers.base import Resolved
+from omnium.games.models import Fixture, MedalAward, MedalEvent
+
+MEDAL_ORDER = {"gold": 0, "silver": 1, "bronze": 2}
+
+
+def medals_by_event(games) -> dict:
+    awards = MedalAward.objects.filter(event__games=games).values_list(
+        "event_id", "medal", "entry_id", "entry__noc__code",
+        "entry__athlete__given_name", "entry__athlete__family_name", "entry__team__name",
+    )
+    grouped = defaultdict(list)
+    for event_id, medal, entry_id, noc, given, family, team in awards:
+        grouped[event_id].append({
+            "medal": medal, "entry": str(entry_id), "noc": noc,
+            "name": rows.competitor_name(given, family, team),
+        })
+    for medals in grouped.values():
+        medals.sort(key=lambda m: (MEDAL_ORDER[m["medal"]], m["entry"]))
+    return grouped
+
+
+def resolve(games, filter: str) -> Resolved:
+    resolved = Resolved(data=None)
+    events = list(MedalEvent.objects.filter(games=games).order_by("code").values("id", "code", "name", "changed_at"))
+    fixtures = rows.fixtures(games)
+    # Every fixture and event, because a scheduled fixture joins this file when it starts.
+    resolved.depends_on("fixture", (f["id"] for f in fixtures))
+    resolved.depends_on("unit", (e["id"] for e in events))
+    started = defaultdict(list)
+    for fixture in fixtures:
+        if fixture["status"] != Fixture.Status.SCHEDULED:
+            started[fixture["event_id"]].append(rows.fixture_document(fixture))
+            resolved.saw_change(fixture["changed_at"])
+    medals = medals_by_event(games)
+    for event in events:
+        if medals.get(event["id"]):
+            resolved.saw_change(event["changed_at"])
+    resolved.data = {
+        "events": [
+            {"code": e["code"], "name": e["name"], "fixtures": started[e["id"]], "medals": medals.get(e["id"], [])}
+            for e in events
+            if started[e["id"]]
+        ]
+    }
+    return resolved

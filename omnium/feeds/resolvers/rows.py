@@ -1,0 +1,66 @@
+"""Shared reads for resolvers: fixtures with their competitors, as plain rows (fast)."""
+
+from collections import defaultdict
+
+from omnium.feeds.canonical import decimal_text, iso_time
+from omnium.games.models import Competitor, Fixture
+
+
+def competitor_name(given: str | None, family: str | None, team: str | None) -> str:
+    return team if team else f"{family.upper()} {given}"
+
+
+def competitors_by_fixture(fixture_ids) -> dict:
+    rows = (
+        Competitor.objects.filter(fixture__in=fixture_ids)
+        .order_by("fixture_id", "rank", "entry_id")
+        .values_list(
+            "fixture_id", "entry_id", "score", "rank", "entry__noc__code",
+            "entry__athlete__given_name", "entry__athlete__family_name", "entry__team__name",
+        )
+    )
+    grouped = defaultdict(list)
+    for fixture_id, entry_id, score, rank, noc, given, family, team in rows:
+        grouped[fixture_id].append({
+            "entry": str(entry_id),
+            "name": competitor_name(given, family, team),
+            "noc": noc,
+            "score": decimal_text(score),
+            "rank": rank,
+        })
+    return grouped
+
+
+FIXTURE_FIELDS = (
+    "id", "phase", "is_medal_fixture", "starts_at", "venue", "status", "result_status",
+    "changed_at", "event_id", "event__code", "event__name", "event__discipline__name",
+    "event__discipline__sport__name",
+)
+
+
+def fixtures(games, noc=None) -> list[dict]:
+    """The Games' fixtures in schedule order (only those where `noc` competes, if given),
+    each with all its competitors under "competitors"."""
+    selected = Fixture.objects.filter(games=games)
+    if noc is not None:
+        selected = selected.filter(pk__in=Competitor.objects.filter(entry__noc=noc).values("fixture_id"))
+    competitors = competitors_by_fixture(selected.values("id"))
+    rows = selected.order_by("starts_at", "id").values(*FIXTURE_FIELDS)
+    return [dict(row, competitors=competitors.get(row["id"], [])) for row in rows]
+
+
+def fixture_document(row: dict) -> dict:
+    """How a fixture appears in every file that lists fixtures."""
+    return {
+        "id": str(row["id"]),
+        "event": {"code": row["event__code"], "name": row["event__name"]},
+        "sport": row["event__discipline__sport__name"],
+        "discipline": row["event__discipline__name"],
+        "phase": row["phase"],
+        "medal_fixture": row["is_medal_fixture"],
+        "starts_at": iso_time(row["starts_at"]),
+        "venue": row["venue"],
+        "status": row["status"],
+        "result": row["result_status"],
+        "competitors": row["competitors"],
+    }

@@ -1,0 +1,48 @@
+"""Standings: per medal event, each competitor's tally over its finished fixtures.
+
+Points per finished fixture: (competitors in it) - rank + 1, so winning a bigger heat is worth
+more. Ordered by points, then best rank, then entry id (deterministic).
+"""
+
+from collections import defaultdict
+
+from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers.base import Resolved
+from omnium.games.models import Fixture, MedalEvent
+
+
+def _tally(finished: list[dict]) -> list[dict]:
+    table = {}
+    for fixture in finished:
+        size = len(fixture["competitors"])
+        for place in fixture["competitors"]:
+            line = table.setdefault(place["entry"], {
+                "entry": place["entry"], "name": place["name"], "noc": place["noc"],
+                "played": 0, "points": 0, "best_rank": None,
+            })
+            line["played"] += 1
+            if place["rank"] is not None:
+                line["points"] += size - place["rank"] + 1
+                line["best_rank"] = min(filter(None, (line["best_rank"], place["rank"])))
+    return sorted(table.values(), key=lambda l: (-l["points"], l["best_rank"] or 999, l["entry"]))
+
+
+def resolve(games, filter: str) -> Resolved:
+    resolved = Resolved(data=None)
+    events = list(MedalEvent.objects.filter(games=games).order_by("code").values("id", "code", "name"))
+    fixtures = rows.fixtures(games)
+    resolved.depends_on("fixture", (f["id"] for f in fixtures))
+    resolved.depends_on("unit", (e["id"] for e in events))
+    finished = defaultdict(list)
+    for fixture in fixtures:
+        if fixture["status"] == Fixture.Status.FINISHED:
+            finished[fixture["event_id"]].append(fixture)
+            resolved.saw_change(fixture["changed_at"])
+    resolved.data = {
+        "events": [
+            {"code": e["code"], "name": e["name"], "table": _tally(finished[e["id"]])}
+            for e in events
+            if finished[e["id"]]
+        ]
+    }
+    return resolved

@@ -1,0 +1,90 @@
+"""Celery tasks of the feed builder. Every one is safe to run twice or concurrently."""
+
+import logging
+import time
+from datetime import timedelta
+
+from celery import shared_task
+from django.utils import timezone
+
+from omnium.conf import omnium_setting
+from omnium.feeds import builder, changes, debounce
+from omnium.feeds.hints import wake_builders
+from omnium.routing import BUILD_LANES, LIVE, build_queue
+
+log = logging.getLogger(__name__)
+
+# A build_due task hands over to a fresh task after this long, so one task never runs for
+# minutes during a flood and the queue stays fair.
+BUILD_LOOP_S = 20.0
+SUPERSEDED_RETRY_S = 0.05
+FAILED_RETRY_S = 5.0
+
+
+def lanes_served_by(lane: str) -> list[str]:
+    """A live builder builds only live files; a bulk builder helps with live files first."""
+    return [LIVE] if lane == LIVE else list(BUILD_LANES)
+
+
+@shared_task
+def handle_changes() -> int:
+    """Turn unhandled outbox rows into pending builds, and wake the builders for them."""
+    handled = changes.handle_all()
+    for lane, due in handled.due.items():
+        wake_builders(lane, max(0.0, (due - timezone.now()).total_seconds()))
+    return handled.rows
+
+
+@shared_task
+def build_due(lane: str) -> int:
+    """Build files of `lane` that are due, one claim at a time, then schedule the next wake."""
+    lanes = lanes_served_by(lane)
+    built, started = 0, time.monotonic()
+    while time.monotonic() - started < BUILD_LOOP_S:
+        claim = debounce.claim_next_due(lanes)
+        if claim is None:
+            break
+        if built == 0:
+            build_due.apply_async(args=[lane], queue=build_queue(lane))  # a second pair of hands
+        _build_claimed(claim)
+        built += 1
+    next_in = debounce.next_due_in(lanes)
+    if next_in is not None:
+        wake_builders(lane, next_in)
+    return built
+
+
+def _build_claimed(claim: debounce.Claim) -> None:
+    try:
+        result = builder.build_file(claim.doc_key)
+    except Exception:
+        log.exception("build of %s failed; retrying in %s s", claim.doc_key, FAILED_RETRY_S)
+        debounce.release(claim, FAILED_RETRY_S)
+        return
+    if result.outcome == builder.SUPERSEDED:
+        debounce.release(claim, SUPERSEDED_RETRY_S)
+        return
+    debounce.finish(claim)
+    log.info("built %s: %s seq=%s %d bytes in %.3f s", result.doc_key, result.outcome, result.seq,
+             result.size, result.seconds)
+
+
+@shared_task
+def sweep() -> dict:
+    """The backstop (beat): handle forgotten outbox rows, wake builders for due files."""
+    handled = changes.handle_all()
+    woken = {}
+    for lane in BUILD_LANES:
+        next_in = debounce.next_due_in([lane])
+        if next_in is not None:
+            woken[lane] = wake_builders(lane, next_in)
+    return {"outbox_rows": handled.rows, "woken": woken}
+
+
+@shared_task
+def prune_outbox() -> int:
+    from omnium.games.models import OutboxEntry
+
+    cutoff = timezone.now() - timedelta(days=omnium_setting("OUTBOX_RETENTION_DAYS"))
+    deleted, _ = OutboxEntry.objects.filter(handled_at__lt=cutoff).delete()
+    return deleted

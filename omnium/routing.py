@@ -1,0 +1,53 @@
+"""Every queue name, task route and beat entry of Omnium, in one place.
+
+Lanes keep slow work from sitting in front of urgent work: a change during a live match is
+built and its stats computed on the `live` lanes, a full rebuild or an import on `bulk`, a
+historical recomputation on `backfill`. Run at least one worker that consumes only the live
+queues, so that no bulk task can occupy it.
+"""
+
+from omnium.conf import omnium_setting
+
+LIVE, BULK, BACKFILL = "live", "bulk", "backfill"
+BUILD_LANES = (LIVE, BULK)
+STAT_LANES = (LIVE, BULK, BACKFILL)
+
+
+def build_queue(lane: str) -> str:
+    return f"build.{lane}"
+
+
+def stats_queue(lane: str) -> str:
+    return f"stats.{lane}"
+
+
+LIVE_QUEUES = [build_queue(LIVE), stats_queue(LIVE)]
+BULK_QUEUES = [build_queue(BULK), stats_queue(BULK), stats_queue(BACKFILL)]
+
+
+def task_routes() -> dict:
+    """Default queues; tasks that run in a lane pass `queue=` explicitly when sent."""
+    return {
+        "omnium.feeds.tasks.*": {"queue": build_queue(LIVE)},
+        "omnium.games.tasks.*": {"queue": stats_queue(LIVE)},
+    }
+
+
+def beat_schedule() -> dict:
+    every = omnium_setting("SWEEP_INTERVAL_S")
+    return {
+        "sweep-changes-and-builds": {
+            "task": "omnium.feeds.tasks.sweep",
+            "schedule": every,
+            "options": {"expires": every * 2},
+        },
+        "sweep-stat-jobs": {
+            "task": "omnium.games.tasks.sweep_stat_jobs",
+            "schedule": every,
+            "options": {"expires": every * 2},
+        },
+        "prune-handled-outbox": {
+            "task": "omnium.feeds.tasks.prune_outbox",
+            "schedule": 3600.0,
+        },
+    }

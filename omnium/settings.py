@@ -1,0 +1,151 @@
+"""All configuration, read once from the environment through django-environ.
+
+Every value has a typed default that runs on a developer machine (PostgreSQL, Redis on
+127.0.0.1). A value that cannot be parsed fails at start with ImproperlyConfigured naming
+the variable. Secrets may come from `<NAME>_FILE` instead of `<NAME>`.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _secret(name: str, default: str) -> str:
+    """A secret from NAME, or from the file named by NAME_FILE."""
+    path = env.str(f"{name}_FILE", default="")
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE: cannot read {path}: {exc}") from exc
+    return env.str(name, default=default)
+
+
+def _positive_float(name: str, default: float) -> float:
+    try:
+        value = env.float(name, default=default)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {env.str(name)!r}") from exc
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name} must be greater than 0, got {value}")
+    return value
+
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+SECRET_KEY = _secret("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "omnium.alerts",
+    "omnium.games",
+    "omnium.feeds",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "omnium.urls"
+WSGI_APPLICATION = "omnium.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/omnium"),
+}
+DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str(
+    "TEST_DATABASE_NAME", default="test_omnium"
+)
+
+REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+    }
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}
+
+# --- Celery -------------------------------------------------------------------------------
+# Redis is the broker: it carries hints only. PostgreSQL is the record, and the sweepers
+# re-derive every piece of owed work from it (ARCHITECTURE rule 1).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_CREATE_MISSING_QUEUES = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Well above the longest task and every countdown, so an unacked task is not redelivered
+# while it still runs.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_SOFT_TIME_LIMIT = 120
+CELERY_TASK_TIME_LIMIT = 150
+CELERY_TIMEZONE = "UTC"
+
+# --- Omnium's own settings, read lazily through omnium.conf ------------------------------
+OMNIUM = {
+    # A file is built once its changes have been quiet this long...
+    "BUILD_QUIET_S": _positive_float("OMNIUM_BUILD_QUIET_S", 1.0),
+    # ...but never later than this after its first pending change (a stream cannot starve it).
+    "BUILD_MAX_WAIT_S": _positive_float("OMNIUM_BUILD_MAX_WAIT_S", 3.0),
+    # How often beat runs the backstop sweeper over PostgreSQL.
+    "SWEEP_INTERVAL_S": _positive_float("OMNIUM_SWEEP_INTERVAL_S", 2.0),
+    # A build claim older than this is considered abandoned (its worker died).
+    "BUILD_CLAIM_TTL_S": _positive_float("OMNIUM_BUILD_CLAIM_TTL_S", 120.0),
+    # Stat jobs: tries before the job is failed and an alert opened.
+    "STAT_JOB_ATTEMPTS": env.int("OMNIUM_STAT_JOB_ATTEMPTS", default=3),
+    "STAT_JOB_RETRY_S": _positive_float("OMNIUM_STAT_JOB_RETRY_S", 2.0),
+    # Handled outbox rows are kept this many days for audit, then deleted.
+    "OUTBOX_RETENTION_DAYS": env.int("OMNIUM_OUTBOX_RETENTION_DAYS", default=7),
+}
+if OMNIUM["BUILD_MAX_WAIT_S"] < OMNIUM["BUILD_QUIET_S"]:
+    raise ImproperlyConfigured("OMNIUM_BUILD_MAX_WAIT_S must be at least OMNIUM_BUILD_QUIET_S")

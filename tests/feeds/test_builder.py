@@ -1,0 +1,93 @@
+import threading
+
+import orjson
+import pytest
+
+from omnium.feeds import builder
+from omnium.feeds.builder import build_file
+from omnium.feeds.models import FeedDependency, FeedDocument
+from omnium.feeds.resolvers import RESOLVERS
+from omnium.games import workflow
+from omnium.games.models import Fixture
+
+
+def _snapshot(doc_key):
+    doc = FeedDocument.objects.get(doc_key=doc_key)
+    return doc.seq, bytes(doc.content_hash), bytes(doc.body), doc.changed_at
+
+
+def test_rebuild_without_real_change_keeps_seq_hash_body_and_changed_at(small_games):
+    doc_key = f"{small_games.code}/calendar"
+    before = _snapshot(doc_key)
+
+    result = build_file(doc_key)
+
+    assert result.outcome == builder.UNCHANGED
+    assert _snapshot(doc_key) == before
+
+
+def test_changed_at_is_the_newest_real_change_not_now(small_games):
+    fixture = Fixture.objects.filter(games=small_games).order_by("starts_at").first()
+    entry_id = fixture.competitors.first().entry_id
+    workflow.record_score(fixture.pk, {entry_id: 3})
+    fixture.refresh_from_db()
+
+    build_file(f"{small_games.code}/calendar")
+
+    body = orjson.loads(bytes(FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar").body))
+    assert body["changed_at"] == fixture.changed_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_real_change_takes_a_new_seq_and_replaces_dependencies(small_games):
+    doc_key = f"{small_games.code}/calendar"
+    seq_before = _snapshot(doc_key)[0]
+    fixture = Fixture.objects.filter(games=small_games).first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 1})
+
+    result = build_file(doc_key)
+
+    assert result.outcome == builder.NEW_VERSION and result.seq > seq_before
+    fixtures = set(Fixture.objects.filter(games=small_games).values_list("id", flat=True))
+    deps = set(FeedDependency.objects.filter(doc_key=doc_key, record_kind="fixture").values_list("record_id", flat=True))
+    assert deps == fixtures
+
+
+def test_older_build_finishing_last_never_overwrites_newer(small_games, monkeypatch):
+    doc_key = f"{small_games.code}/calendar"
+    fixture = Fixture.objects.filter(games=small_games).first()
+    entry_id = fixture.competitors.first().entry_id
+    resolved_old, release_old = threading.Event(), threading.Event()
+    real_calendar = RESOLVERS["calendar"]
+
+    def calendar_that_pauses_in_thread_a(games, filter):
+        resolved = real_calendar(games, filter)
+        if threading.current_thread().name == "older-build":
+            resolved_old.set()
+            release_old.wait(10)
+        return resolved
+
+    monkeypatch.setitem(RESOLVERS, "calendar", calendar_that_pauses_in_thread_a)
+    outcomes = {}
+    older = threading.Thread(name="older-build", target=lambda: outcomes.update(old=build_file(doc_key)))
+    older.start()
+    assert resolved_old.wait(10)  # the older build has read the data before the change
+
+    workflow.record_score(fixture.pk, {entry_id: 42})
+    newer = build_file(doc_key)
+    release_old.set()
+    older.join(10)
+
+    assert newer.outcome == builder.NEW_VERSION
+    assert outcomes["old"].outcome == builder.SUPERSEDED
+    body = orjson.loads(bytes(FeedDocument.objects.get(doc_key=doc_key).body))
+    scores = [c["score"] for day in body["data"]["days"] for f in day["fixtures"] for c in f["competitors"]
+              if f["id"] == str(fixture.pk) and c["entry"] == str(entry_id)]
+    assert scores == ["42"]
+    assert FeedDocument.objects.get(doc_key=doc_key).seq == newer.seq
+
+
+def test_unknown_country_file_is_refused(small_games):
+    from omnium.feeds.resolvers.base import UnknownFile
+
+    with pytest.raises(UnknownFile, match="ZZZ"):
+        build_file(f"{small_games.code}/country/ZZZ")
