@@ -1,0 +1,163 @@
+"""Change-driven rebuilds through real Celery workers, beat and PostgreSQL."""
+
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from omnium.feeds import changes
+from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
+from omnium.games import workflow
+from omnium.games.models import Fixture, OutboxEntry
+from tests import processes
+from tests.conftest import ALL_QUEUES
+from tests.waiting import wait_until
+
+
+def seqs(games) -> dict:
+    return dict(FeedDocument.objects.filter(games=games).values_list("doc_key", "seq"))
+
+
+def a_fixture_between_two_nocs(games) -> Fixture:
+    for fixture in Fixture.objects.filter(games=games).prefetch_related("competitors__entry__noc"):
+        nocs = {c.entry.noc.code for c in fixture.competitors.all()}
+        if len(nocs) >= 2:
+            return fixture
+    raise AssertionError("the small Games has no fixture between two NOCs")
+
+
+def nocs_of(fixture) -> set[str]:
+    return {c.entry.noc.code for c in fixture.competitors.all()}
+
+
+def wait_for_builds_to_settle(games, timeout=15.0):
+    wait_until(lambda: not OutboxEntry.objects.filter(handled_at__isnull=True).exists()
+               and not PendingBuild.objects.exists(), timeout, message="all changes built")
+
+
+@pytest.mark.worker
+def test_one_fixture_change_rebuilds_only_the_files_containing_it(small_games, worker):
+    before = seqs(small_games)
+    fixture = a_fixture_between_two_nocs(small_games)
+    place = fixture.competitors.first()
+
+    workflow.record_score(fixture.pk, {place.entry_id: 5})
+    wait_for_builds_to_settle(small_games)
+
+    after = seqs(small_games)
+    changed = {key for key in after if after[key] != before[key]}
+    code = small_games.code
+    expected = {f"{code}/calendar", f"{code}/results"} | {f"{code}/country/{noc}" for noc in nocs_of(fixture)}
+    assert changed == expected, "the fixture went live (results) and has a score (calendar, countries)"
+    assert len(after) > len(changed) + 3
+
+
+@pytest.mark.worker
+def test_a_file_changing_every_200ms_is_built_within_3s_of_its_first_change(small_games, worker):
+    fixture = Fixture.objects.filter(games=small_games).first()
+    entry_id = fixture.competitors.first().entry_id
+    doc_key = f"{small_games.code}/calendar"
+    seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
+    first_change_committed = None
+    for score in range(1, 26):  # 5 s of changes, one every 200 ms
+        workflow.record_score(fixture.pk, {entry_id: score})
+        first_change_committed = first_change_committed or time.time()
+        time.sleep(0.2)
+        if score == 1:
+            first_outbox = OutboxEntry.objects.order_by("-id").first()
+
+    first_version = FeedVersion.objects.filter(doc_key=doc_key, seq__gt=seq_before).order_by("seq").first()
+    assert first_version is not None, "the file was starved by the stream of changes"
+    assert _version_contains(first_version, first_outbox)
+    waited = first_version.committed_at.timestamp() - first_change_committed
+    assert waited <= 3.0 + 0.5, f"first version containing the first change came {waited:.2f} s after it"
+
+
+def _version_contains(version: FeedVersion, outbox: OutboxEntry) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_visible_in_snapshot(%s::xid8, %s::pg_snapshot)", [outbox.xact_id, version.snapshot]
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_outbox_row_that_commits_late_is_still_handled(small_games):
+    fixtures = list(Fixture.objects.filter(games=small_games).order_by("starts_at")[:2])
+    late_written, release = threading.Event(), threading.Event()
+
+    def slow_transaction():
+        with transaction.atomic():
+            workflow.record_score(fixtures[0].pk, {fixtures[0].competitors.first().entry_id: 9})
+            late_written.set()
+            release.wait(10)
+        connection.close()
+
+    slow = threading.Thread(target=slow_transaction)
+    slow.start()
+    assert late_written.wait(10)
+    workflow.record_score(fixtures[1].pk, {fixtures[1].competitors.first().entry_id: 9})
+    early_id = OutboxEntry.objects.get().pk  # the only committed row so far
+
+    first = changes.handle_all()
+    release.set()
+    slow.join(10)
+    second = changes.handle_all()
+
+    late = OutboxEntry.objects.exclude(pk=early_id).get()
+    assert late.pk < early_id, "the late row took the lower id, as a cursor reader would skip"
+    assert first.rows == 1 and second.rows == 1
+    assert late.handled_at is not None
+    assert f"{small_games.code}/calendar" in second.files
+
+
+def test_handling_an_outbox_row_twice_changes_nothing(small_games):
+    fixture = Fixture.objects.filter(games=small_games).first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 2})
+    changes.handle_all()
+    pending = list(PendingBuild.objects.values_list("doc_key", "generation", "due_at"))
+
+    again = changes.handle_all()
+
+    assert again.rows == 0
+    assert list(PendingBuild.objects.values_list("doc_key", "generation", "due_at")) == pending
+
+
+@pytest.mark.worker
+def test_flushing_redis_between_commit_and_build_loses_nothing(small_games, clean_redis):
+    fixture = Fixture.objects.filter(games=small_games).first()
+    doc_key = f"{small_games.code}/calendar"
+    seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
+
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 7})  # hint sent, nobody listening
+    clean_redis.flushdb()  # the hint and every wake-up are gone
+    worker = processes.start_worker(ALL_QUEUES, "after-flush")
+    beat = processes.start_beat("beat-after-flush", OMNIUM_SWEEP_INTERVAL_S=0.5)
+    try:
+        wait_until(lambda: FeedDocument.objects.get(doc_key=doc_key).seq > seq_before, 15,
+                   message="the sweeper built the change")
+    finally:
+        beat.stop()
+        worker.stop()
+
+
+@pytest.mark.worker
+def test_killing_the_worker_between_commit_and_build_loses_nothing(small_games, clean_redis):
+    doc_key = f"{small_games.code}/calendar"
+    seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
+    doomed = processes.start_worker(ALL_QUEUES, "doomed")
+    fixture = Fixture.objects.filter(games=small_games).first()
+
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 8})
+    wait_until(lambda: PendingBuild.objects.exists(), 5, message="the change was noted")  # waiting out its 1 s quiet
+    doomed.kill()
+    assert FeedDocument.objects.get(doc_key=doc_key).seq == seq_before
+
+    survivor = processes.start_worker(ALL_QUEUES, "survivor")
+    beat = processes.start_beat("beat-after-kill", OMNIUM_SWEEP_INTERVAL_S=0.5)
+    try:
+        wait_until(lambda: FeedDocument.objects.get(doc_key=doc_key).seq > seq_before, 15,
+                   message="the change was built after the crash")
+    finally:
+        beat.stop()
+        survivor.stop()
