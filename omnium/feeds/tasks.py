@@ -7,9 +7,12 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
+from redis.exceptions import RedisError
+
 from omnium.conf import omnium_setting
 from omnium.feeds import builder, changes, debounce
 from omnium.feeds.hints import wake_builders
+from omnium.redis_client import redis_client
 from omnium.routing import BUILD_LANES, LIVE, build_queue
 
 log = logging.getLogger(__name__)
@@ -65,8 +68,20 @@ def _build_claimed(claim: debounce.Claim) -> None:
         debounce.release(claim, SUPERSEDED_RETRY_S)
         return
     debounce.finish(claim)
+    _count_build(result.outcome)
     log.info("built %s: %s seq=%s %d bytes in %.3f s", result.doc_key, result.outcome, result.seq,
              result.size, result.seconds)
+
+
+BUILD_COUNTER = "omnium:builds"
+
+
+def _count_build(outcome: str) -> None:
+    """Ops counters (a hash of outcome -> count) for the demo and dashboards; not a record."""
+    try:
+        redis_client().hincrby(BUILD_COUNTER, outcome, 1)
+    except RedisError:
+        pass
 
 
 @shared_task

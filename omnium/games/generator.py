@@ -128,6 +128,7 @@ class Generator:
                 given_name=_name(self.rng, 2), family_name=_name(self.rng, self.rng.randint(1, 3)),
                 noc=self.rng.choices(self.nocs, weights)[0], gender="MW"[number % 2],
                 birth_date=date(1985, 1, 1) + timedelta(days=self.rng.randrange(7000)),
+                first_games=self.games,
             ))
         Athlete.objects.bulk_create(athletes, batch_size=2000)
         return athletes
@@ -255,13 +256,12 @@ def delete_games(code: str) -> bool:
         "DELETE FROM games_competitor WHERE fixture_id IN (SELECT id FROM games_fixture WHERE games_id = %(id)s)",
         "DELETE FROM games_medalaward WHERE event_id IN (SELECT id FROM games_medalevent WHERE games_id = %(id)s)",
         "DELETE FROM games_fixture WHERE games_id = %(id)s",
-        "CREATE TEMP TABLE doomed_athletes ON COMMIT DROP AS SELECT athlete_id AS id FROM games_entry"
-        " WHERE games_id = %(id)s AND athlete_id IS NOT NULL UNION SELECT m.athlete_id FROM games_team_members m"
-        " JOIN games_team t ON t.id = m.team_id WHERE t.games_id = %(id)s",
         "DELETE FROM games_entry WHERE games_id = %(id)s",
         "DELETE FROM games_team_members WHERE team_id IN (SELECT id FROM games_team WHERE games_id = %(id)s)",
         "DELETE FROM games_team WHERE games_id = %(id)s",
-        "DELETE FROM games_athlete WHERE id IN (SELECT id FROM doomed_athletes)",
+        "DELETE FROM games_athlete a WHERE a.first_games_id = %(id)s"
+        " AND NOT EXISTS (SELECT 1 FROM games_entry e WHERE e.athlete_id = a.id)"
+        " AND NOT EXISTS (SELECT 1 FROM games_team_members m WHERE m.athlete_id = a.id)",
         "DELETE FROM games_medalstanding WHERE games_id = %(id)s",
         "DELETE FROM games_medalevent WHERE games_id = %(id)s",
         "DELETE FROM games_discipline WHERE sport_id IN (SELECT id FROM games_sport WHERE games_id = %(id)s)",

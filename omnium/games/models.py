@@ -99,6 +99,9 @@ class Athlete(Record):
     noc = models.ForeignKey(Noc, on_delete=models.PROTECT, related_name="athletes")
     gender = models.CharField(max_length=1, choices=[("M", "Men"), ("W", "Women")])
     birth_date = models.DateField()
+    # The Games at which the athlete was first accredited (their career may span several).
+    first_games = models.ForeignKey("Games", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="first_accredited")
 
     def __str__(self):
         return f"{self.family_name.upper()} {self.given_name}"
