@@ -60,10 +60,11 @@ class LocalProcess:
         self.log.close()
 
 
-def start_worker(queues: list[str], name: str, concurrency: int = 2, env=None, log_dir=None) -> LocalProcess:
+def start_worker(queues: list[str], name: str, concurrency: int = 2, env=None, log_dir=None,
+                 pool: str = "prefork") -> LocalProcess:
     process = LocalProcess(
         [*CELERY, "worker", "-Q", ",".join(queues), "-c", str(concurrency), "-n", f"{name}@%h",
-         "--without-gossip", "--without-mingle", "-l", "INFO"],
+         "-P", pool, "--without-gossip", "--without-mingle", "-l", "INFO"],
         name, env, log_dir,
     )
     process.wait_for_output(" ready.")
@@ -78,3 +79,12 @@ def start_beat(name: str = "beat", env=None, log_dir=None) -> LocalProcess:
 def stop_all(processes) -> None:
     for process in reversed(list(processes)):
         process.stop()
+
+
+def start_delivery_worker(name: str, concurrency: int = 32, env=None, log_dir=None) -> LocalProcess:
+    """A worker that sends for every destination: threads, since sends wait on the network."""
+    from omnium.routing import DELIVERY_CONTROL_QUEUE
+
+    process = start_worker([DELIVERY_CONTROL_QUEUE], name, concurrency, env, log_dir, pool="threads")
+    process.wait_for_output("delivery worker: consuming")
+    return process

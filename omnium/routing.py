@@ -21,6 +21,15 @@ def stats_queue(lane: str) -> str:
     return f"stats.{lane}"
 
 
+# Delivery: one queue per destination (visible in Flower), and one control queue that marks
+# a worker as a delivery worker and carries the delivery sweeper.
+DELIVERY_CONTROL_QUEUE = "deliver.control"
+
+
+def delivery_queue(destination_id: int) -> str:
+    return f"deliver.{destination_id}"
+
+
 LIVE_QUEUES = [build_queue(LIVE), stats_queue(LIVE)]
 BULK_QUEUES = [build_queue(BULK), stats_queue(BULK), stats_queue(BACKFILL)]
 
@@ -30,6 +39,7 @@ def task_routes() -> dict:
     return {
         "omnium.feeds.tasks.*": {"queue": build_queue(LIVE)},
         "omnium.games.tasks.*": {"queue": stats_queue(LIVE)},
+        "omnium.delivery.tasks.*": {"queue": DELIVERY_CONTROL_QUEUE},
     }
 
 
@@ -45,6 +55,15 @@ def beat_schedule() -> dict:
             "task": "omnium.games.tasks.sweep_stat_jobs",
             "schedule": every,
             "options": {"expires": every * 2},
+        },
+        "sweep-deliveries": {
+            "task": "omnium.delivery.tasks.sweep_deliveries",
+            "schedule": every,
+            "options": {"expires": every * 2},
+        },
+        "prune-delivery-attempts": {
+            "task": "omnium.delivery.tasks.prune_attempts",
+            "schedule": 3600.0,
         },
         "prune-handled-outbox": {
             "task": "omnium.feeds.tasks.prune_outbox",

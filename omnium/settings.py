@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "omnium.alerts",
     "omnium.games",
     "omnium.feeds",
+    "omnium.clients",
+    "omnium.delivery",
 ]
 
 MIDDLEWARE = [
@@ -146,6 +148,32 @@ OMNIUM = {
     "STAT_JOB_RETRY_S": _positive_float("OMNIUM_STAT_JOB_RETRY_S", 2.0),
     # Handled outbox rows are kept this many days for audit, then deleted.
     "OUTBOX_RETENTION_DAYS": env.int("OMNIUM_OUTBOX_RETENTION_DAYS", default=7),
+    # A sender's lease on its destination lasts the destination's hard send deadline plus
+    # this margin (time to record a proof), so a zombie sender has given up before its
+    # lease can pass to another.
+    "DELIVERY_LEASE_MARGIN_S": _positive_float("OMNIUM_DELIVERY_LEASE_MARGIN_S", 30.0),
+    # After a destination's fast retries: one try this often, until it lands or a person acts.
+    "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
+    "ATTEMPT_RETENTION_DAYS": env.int("OMNIUM_ATTEMPT_RETENTION_DAYS", default=7),
 }
+if OMNIUM["DELIVERY_LEASE_MARGIN_S"] < 5:
+    raise ImproperlyConfigured("OMNIUM_DELIVERY_LEASE_MARGIN_S must be at least 5 seconds")
+
+# Destination credentials: a key ring of Fernet keys, comma separated; the first encrypts,
+# all decrypt (rotate: put a new key first, run `manage.py rotate_credentials`, drop the old).
+OMNIUM_CREDENTIAL_KEYS = [
+    key.strip() for key in _secret(
+        "OMNIUM_CREDENTIAL_KEYS", "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE="
+    ).split(",") if key.strip()
+]
+try:
+    from cryptography.fernet import Fernet
+
+    for _key in OMNIUM_CREDENTIAL_KEYS:
+        Fernet(_key)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"OMNIUM_CREDENTIAL_KEYS holds a key that is not a Fernet key: {exc}") from exc
+if not OMNIUM_CREDENTIAL_KEYS:
+    raise ImproperlyConfigured("OMNIUM_CREDENTIAL_KEYS is empty")
 if OMNIUM["BUILD_MAX_WAIT_S"] < OMNIUM["BUILD_QUIET_S"]:
     raise ImproperlyConfigured("OMNIUM_BUILD_MAX_WAIT_S must be at least OMNIUM_BUILD_QUIET_S")

@@ -24,3 +24,7 @@ def start_worker(queues: list[str], name: str, concurrency: int = 2, **env_overr
 
 def start_beat(name: str = "beat", **env_overrides):
     return localrun.start_beat(name, test_environment(**env_overrides), LOG_DIR)
+
+
+def start_delivery_worker(name: str = "delivery", concurrency: int = 32, **env_overrides):
+    return localrun.start_delivery_worker(name, concurrency, test_environment(**env_overrides), LOG_DIR)

@@ -21,7 +21,7 @@ from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.models import FeedDefinition
 from omnium.feeds.resolvers import RESOLVERS
 from omnium.feeds.resolvers.base import Resolved
-from omnium.feeds.signals import file_version_committed
+from omnium.feeds.signals import file_version_committed, file_version_saved
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ def _build_and_save(definition: FeedDefinition, key: FileKey):
         return SUPERSEDED, None, 0
     _replace_dependencies(doc_key, resolved, deps_hash)
     _record_version(doc_key, seq, file.content_hash, len(body), changed_at)
+    file_version_saved.send(sender=FeedDefinition, doc_key=doc_key, seq=seq, definition_id=definition.pk,
+                            filter=key.filter)
     transaction.on_commit(lambda: file_version_committed.send(sender=FeedDefinition, doc_key=doc_key, seq=seq))
     return NEW_VERSION, seq, len(body)
 

@@ -1,0 +1,86 @@
+from django.contrib import admin, messages
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from omnium.clients.forms import DestinationForm
+from omnium.clients.models import Client, Destination, Subscription
+
+
+class DestinationInline(admin.TabularInline):
+    model = Destination
+    form = DestinationForm
+    extra = 0
+    fields = ["name", "kind", "enabled", "fenced"]
+    show_change_link = True
+
+
+@admin.register(Client)
+class ClientAdmin(admin.ModelAdmin):
+    list_display = ["name", "active", "destination_count", "switched_off_reason", "switched_off_at", "switched_off_by"]
+    list_filter = ["active"]
+    search_fields = ["name"]
+    readonly_fields = ["switched_off_by", "switched_off_at"]
+    fields = ["name", "active", "switched_off_reason", "switched_off_by", "switched_off_at"]
+    inlines = [DestinationInline]
+    actions = ["switch_on"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(destination_total=Count("destinations"))
+
+    @admin.display(description="destinations", ordering="destination_total")
+    def destination_count(self, client):
+        return client.destination_total
+
+    def save_model(self, request, client, form, change):
+        if not client.active and "active" in form.changed_data:
+            client.switched_off_by, client.switched_off_at = request.user, timezone.now()
+        if client.active:
+            client.switched_off_reason, client.switched_off_by, client.switched_off_at = "", None, None
+        super().save_model(request, client, form, change)
+
+    @admin.action(description="Switch on the selected clients")
+    def switch_on(self, request, queryset):
+        for client in queryset:
+            client.switch_on()
+        self.message_user(request, f"{queryset.count()} client(s) switched on.", messages.SUCCESS)
+
+
+class SubscriptionInline(admin.TabularInline):
+    model = Subscription
+    extra = 0
+    fields = ["definition", "filter", "file_name_template", "transform", "schedule_seconds",
+              "include_version", "include_result_marks", "active"]
+    autocomplete_fields = ["definition"]
+
+
+@admin.register(Destination)
+class DestinationAdmin(admin.ModelAdmin):
+    form = DestinationForm
+    list_display = ["name", "client", "kind", "enabled", "fenced", "files_owed", "fast_retries"]
+    list_filter = ["kind", "enabled", "fenced", "client"]
+    search_fields = ["name", "client__name"]
+    list_select_related = ["client"]
+    inlines = [SubscriptionInline]
+
+    def get_queryset(self, request):
+        owed = Q(states__wanted_seq__gt=F("states__sent_seq")) | Q(states__force_resend=True)
+        return super().get_queryset(request).annotate(owed_total=Count("states", filter=owed))
+
+    @admin.display(description="files owed", ordering="owed_total")
+    def files_owed(self, destination):
+        return destination.owed_total
+
+    def save_model(self, request, destination, form, change):
+        if destination.fenced and "fenced" in form.changed_data:
+            destination.fenced_by, destination.fenced_at = request.user, timezone.now()
+        if not destination.fenced:
+            destination.fence_reason, destination.fenced_by, destination.fenced_at = "", None, None
+        super().save_model(request, destination, form, change)
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "destination", "transform", "file_name_template", "schedule_seconds", "active"]
+    list_filter = ["transform", "active", "definition__feed_type", "definition__games"]
+    search_fields = ["destination__name", "destination__client__name", "definition__feed_type"]
+    list_select_related = ["destination__client", "definition__games"]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ClientsConfig(AppConfig):
+    name = "omnium.clients"
+    verbose_name = "Clients and destinations"

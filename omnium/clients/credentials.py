@@ -1,0 +1,42 @@
+"""Destination credentials, encrypted at rest with a key ring (Fernet, AES-128-CBC + HMAC).
+
+The ring is OMNIUM_CREDENTIAL_KEYS: the first key encrypts, every key decrypts, so a new key
+is put first, `manage.py rotate_credentials` re-encrypts every row, and then the old key is
+removed — no downtime. A value that no key can decrypt is an error, never an empty dict.
+"""
+
+import json
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+
+
+class CredentialError(Exception):
+    """Stored credentials cannot be decrypted with any key of the ring."""
+
+
+def _ring() -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in settings.OMNIUM_CREDENTIAL_KEYS])
+
+
+def encrypt(credentials: dict) -> bytes:
+    return _ring().encrypt(json.dumps(credentials, sort_keys=True).encode())
+
+
+def decrypt(token: bytes) -> dict:
+    if not token:
+        return {}
+    try:
+        return json.loads(_ring().decrypt(bytes(token)))
+    except InvalidToken:
+        raise CredentialError(
+            "credentials cannot be decrypted with any key in OMNIUM_CREDENTIAL_KEYS"
+        ) from None
+
+
+def rotate(token: bytes) -> bytes:
+    """The same credentials, encrypted with the ring's first key."""
+    try:
+        return _ring().rotate(bytes(token))
+    except InvalidToken:
+        raise CredentialError("credentials cannot be decrypted with any key in the ring") from None

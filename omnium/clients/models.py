@@ -1,0 +1,158 @@
+"""Who gets what: clients, their destinations (one place we push to) and subscriptions."""
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from omnium.clients import credentials as credential_store
+from omnium.clients import file_names, transforms
+from omnium.delivery.transports import registry as transport_registry
+from omnium.feeds.models import FeedDefinition
+
+# ARCHITECTURE rule 5: connect within 10 s, the whole send within 60 s. Destinations may be
+# stricter, never looser: the sender's lease is sized on these bounds.
+MAX_CONNECT_TIMEOUT_S = 10.0
+MAX_SEND_TIMEOUT_S = 60.0
+MAX_FAST_RETRIES = 10
+
+
+class SwitchOff(models.Model):
+    """Who switched something off, when and why (a reason is required)."""
+
+    reason = models.TextField(blank=True)
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                           related_name="+")
+    at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Client(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    active = models.BooleanField(default=True, help_text="Switched-off clients get nothing, pushed or pulled.")
+    switched_off_reason = models.TextField(blank=True)
+    switched_off_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                        on_delete=models.SET_NULL, related_name="+")
+    switched_off_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return self.name
+
+    def switch_off(self, reason: str, by=None) -> None:
+        if not reason or not reason.strip():
+            raise ValidationError({"switched_off_reason": "Say why the client is switched off."})
+        self.active, self.switched_off_reason = False, reason.strip()
+        self.switched_off_by, self.switched_off_at = by, timezone.now()
+        self.save()
+
+    def switch_on(self) -> None:
+        self.active = True
+        self.switched_off_reason, self.switched_off_by, self.switched_off_at = "", None, None
+        self.save()
+
+    def clean(self):
+        if not self.active and not self.switched_off_reason.strip():
+            raise ValidationError({"switched_off_reason": "Say why the client is switched off."})
+
+
+class Destination(models.Model):
+    """One place we push files for one client, e.g. "NDTV over S3"."""
+
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="destinations")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=transport_registry.choices)
+    config = models.JSONField(default=dict, blank=True,
+                              help_text="Settings of this kind of transport (host, bucket, url…), as JSON.")
+    credentials_encrypted = models.BinaryField(editable=False, default=b"")
+    enabled = models.BooleanField(default=True)
+    fenced = models.BooleanField(default=False, help_text="Fenced: nothing is sent until the fence is lifted.")
+    fence_reason = models.TextField(blank=True)
+    fenced_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+    fenced_at = models.DateTimeField(null=True, blank=True)
+    fast_retries = models.PositiveSmallIntegerField(
+        default=5, validators=[MaxValueValidator(MAX_FAST_RETRIES)],
+        help_text=f"Quick retries before trying every 5 minutes (0–{MAX_FAST_RETRIES}).",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["client", "name"], name="destination_name_per_client")]
+
+    def __str__(self):
+        return f"{self.client.name} over {self.get_kind_display()} ({self.name})"
+
+    @property
+    def credentials(self) -> dict:
+        return credential_store.decrypt(self.credentials_encrypted)
+
+    def set_credentials(self, values: dict) -> None:
+        self.credentials_encrypted = credential_store.encrypt(values)
+
+    @property
+    def send_timeout_s(self) -> float:
+        """The hard deadline of one send (the transport's default unless configured)."""
+        schema = transport_registry.TRANSPORTS[self.kind].config_schema
+        return float((self.config or {}).get("send_timeout") or schema["send_timeout"].default)
+
+    def can_send(self) -> bool:
+        return self.enabled and not self.fenced and self.client.active
+
+    def clean(self):
+        transport = transport_registry.TRANSPORTS.get(self.kind)
+        if transport is None:
+            return
+        problems = transport.validate_config(self.config or {})
+        problems += _timeout_problems(self.config or {})
+        if problems:
+            raise ValidationError({"config": problems})
+        if self.fenced and not self.fence_reason.strip():
+            raise ValidationError({"fence_reason": "Say why the destination is fenced."})
+
+
+def _timeout_problems(config: dict) -> list[str]:
+    problems = []
+    for key, limit in (("connect_timeout", MAX_CONNECT_TIMEOUT_S), ("send_timeout", MAX_SEND_TIMEOUT_S)):
+        value = config.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > limit:
+            problems.append(f"{key} must be at most {limit:g} seconds")
+    return problems
+
+
+def _check_template(value: str) -> None:
+    try:
+        file_names.check_template(value)
+    except file_names.FileNameError as exc:
+        raise ValidationError(str(exc)) from None
+
+
+class Subscription(models.Model):
+    """Which files go to a destination, under which name, in which shape, how often."""
+
+    destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="subscriptions")
+    definition = models.ForeignKey(FeedDefinition, on_delete=models.CASCADE, related_name="subscriptions")
+    filter = models.CharField(max_length=30, blank=True,
+                              help_text="For a per-country feed: one NOC code, or blank for every country.")
+    file_name_template = models.CharField(max_length=200, default=file_names.DEFAULT_TEMPLATE,
+                                          validators=[_check_template])
+    transform = models.CharField(max_length=20, choices=transforms.choices, default="json")
+    schedule_seconds = models.PositiveIntegerField(
+        default=0, validators=[MaxValueValidator(86_400)],
+        help_text="Also resend on this timer even when unchanged (0 = only on change; at least 10).",
+    )
+    include_version = models.BooleanField(default=False, help_text="Put the version number in the file.")
+    include_result_marks = models.BooleanField(default=True, help_text="Keep provisional / official marks.")
+    active = models.BooleanField(default=True)
+
+    def __str__(self):
+        suffix = f"/{self.filter}" if self.filter else ""
+        return f"{self.definition}{suffix} → {self.destination.name}"
+
+    def clean(self):
+        if self.schedule_seconds and self.schedule_seconds < 10:
+            raise ValidationError({"schedule_seconds": "Use 0 (only on change) or at least 10 seconds."})
+        if self.filter and self.definition_id and not self.definition.per_noc:
+            raise ValidationError({"filter": f"{self.definition} has one file per Games; leave the filter blank."})

@@ -1,0 +1,94 @@
+"""Owed and sent versions per (subscription, file), the proof of delivery, and the senders' state."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from omnium.clients.models import Destination, Subscription
+
+
+class DeliveryState(models.Model):
+    """What a subscription is owed of one file, and the proof of the last send.
+
+    Owed work coalesces: fan-out raises `wanted_seq` with GREATEST, the sender sends the file's
+    current body, and `sent_seq` only moves forward. A version that was overtaken while it
+    waited is simply never sent.
+    """
+
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="states")
+    destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="states")
+    doc_key = models.TextField()
+    wanted_seq = models.BigIntegerField(default=0)
+    wanted_at = models.DateTimeField(null=True, blank=True)  # when the newest owed version was owed
+    force_resend = models.BooleanField(default=False)  # the subscription's timer is due
+    sent_seq = models.BigIntegerField(default=0)
+    sent_hash = models.BinaryField(max_length=32, null=True)
+    sent_bytes = models.PositiveIntegerField(null=True)
+    receipt = models.TextField(blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    age_ms = models.PositiveIntegerField(null=True, help_text="From the file's changed_at to the confirmed send.")
+    sent_path = models.TextField(blank=True)
+    last_error = models.TextField(blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "delivery_state"
+        constraints = [
+            models.UniqueConstraint(fields=["subscription", "doc_key"], name="one_state_per_subscription_file"),
+        ]
+        indexes = [
+            models.Index(fields=["destination", "wanted_at"], name="delivery_state_owed",
+                         condition=Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True)),
+        ]
+
+    @property
+    def owed(self) -> bool:
+        return self.wanted_seq > self.sent_seq or self.force_resend
+
+
+class DeliveryAttempt(models.Model):
+    """Every attempt, success or failure, for ops; pruned after OMNIUM_ATTEMPT_RETENTION_DAYS."""
+
+    destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="attempts")
+    subscription = models.ForeignKey(Subscription, null=True, on_delete=models.SET_NULL, related_name="+")
+    doc_key = models.TextField()
+    seq = models.BigIntegerField()
+    started_at = models.DateTimeField(auto_now_add=True)
+    duration_ms = models.PositiveIntegerField(null=True)
+    ok = models.BooleanField(null=True)  # None: still running, or its worker died mid-send
+    bytes = models.PositiveIntegerField(null=True)
+    receipt = models.TextField(blank=True)
+    error_class = models.CharField(max_length=100, blank=True)
+    error = models.TextField(blank=True)
+    permanent = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["destination", "-started_at"]), models.Index(fields=["started_at"])]
+
+
+class SenderState(models.Model):
+    """One row per destination: the sender's lease (one sender at a time, across all hosts)
+    and its back-off. Kept in PostgreSQL, so a Redis restart cannot let two senders in."""
+
+    destination = models.OneToOneField(Destination, primary_key=True, on_delete=models.CASCADE,
+                                       related_name="sender")
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+
+class DeliverySwitch(models.Model):
+    """The global delivery switch (one row). Off: no sender sends; owed work waits."""
+
+    enabled = models.BooleanField(default=True)
+    reason = models.TextField(blank=True)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    @classmethod
+    def is_on(cls) -> bool:
+        row = cls.objects.filter(pk=1).values_list("enabled", flat=True).first()
+        return True if row is None else row

@@ -1,0 +1,54 @@
+"""Celery tasks of delivery. drain_destination runs on the destination's own queue."""
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.db import connection
+from django.utils import timezone
+
+from omnium.conf import omnium_setting
+from omnium.delivery import queues, sender
+from omnium.delivery.models import DeliveryAttempt
+
+@shared_task
+def drain_destination(destination_id: int) -> str:
+    return sender.drain(destination_id)
+
+
+NEEDS_A_KICK = """
+SELECT DISTINCT ds.destination_id FROM delivery_state ds
+JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
+WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
+  AND (ss.lease_until IS NULL OR ss.lease_until < clock_timestamp())
+  AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp())
+"""
+
+TIMERS_DUE = """
+UPDATE delivery_state ds SET force_resend = true
+FROM clients_subscription s
+WHERE s.id = ds.subscription_id AND s.active AND s.schedule_seconds > 0 AND NOT ds.force_resend
+  AND ds.sent_at < clock_timestamp() - s.schedule_seconds * interval '1 second'
+"""
+
+
+@shared_task
+def sweep_deliveries() -> dict:
+    """The backstop (beat): timers due, destinations with owed work and no live sender, and
+    every destination queue announced to the delivery workers."""
+    with connection.cursor() as cursor:
+        cursor.execute(TIMERS_DUE)
+        timers = cursor.rowcount
+        cursor.execute(NEEDS_A_KICK)
+        idle = [row[0] for row in cursor.fetchall()]
+    queues.announce_queues(queues.destination_queues())
+    for destination_id in idle:
+        queues.kick(destination_id)
+    return {"kicked": len(idle), "timers_due": timers}
+
+
+@shared_task
+def prune_attempts() -> int:
+    cutoff = timezone.now() - timedelta(days=omnium_setting("ATTEMPT_RETENTION_DAYS"))
+    deleted, _ = DeliveryAttempt.objects.filter(started_at__lt=cutoff).delete()
+    return deleted
