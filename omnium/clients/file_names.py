@@ -1,13 +1,14 @@
 """File name templates: where a subscription puts a file at its destination.
 
-Placeholders: {games} {feed_type} {filter} {name} ({feed_type} or {feed_type}-{filter}) and
-{ext} (from the transform). The result must be a plain relative path: no "..", no leading
+Placeholders: {games} {feed_type} {filter} {name} ({feed_type} or {feed_type}-{filter}),
+{doc_key} ({games}/{feed_type}[/{filter}], the pull cache's layout) and {ext} (from the
+transform). The result must be a plain relative path: no "..", no leading
 "/", no backslashes, no empty or hidden segments, no control characters.
 """
 
 import string
 
-PLACEHOLDERS = {"games", "feed_type", "filter", "name", "ext"}
+PLACEHOLDERS = {"games", "feed_type", "filter", "name", "doc_key", "ext"}
 DEFAULT_TEMPLATE = "{games}/{name}.{ext}"
 
 
@@ -29,7 +30,8 @@ def check_template(template: str) -> None:
 
 def render(template: str, games: str, feed_type: str, filter: str, ext: str) -> str:
     name = f"{feed_type}-{filter}" if filter else feed_type
-    return template.format(games=games, feed_type=feed_type, filter=filter, name=name, ext=ext)
+    doc_key = f"{games}/{feed_type}/{filter}" if filter else f"{games}/{feed_type}"
+    return template.format(games=games, feed_type=feed_type, filter=filter, name=name, doc_key=doc_key, ext=ext)
 
 
 def check_path(path: str) -> str:
