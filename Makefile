@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
 
-.PHONY: demo test install services database bench
+.PHONY: demo test install services test-servers database bench
 
 $(VENV)/installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,15 +20,19 @@ install: $(VENV)/installed
 services:
 	scripts/ensure-services.sh
 
+# Real loopback servers (OpenSSH sshd for SFTP; the rest come with requirements.txt).
+test-servers: install
+	scripts/test-servers/install.sh
+
 database: install services
 	$(PY) scripts/ensure_database.py
 	$(PY) manage.py migrate --noinput
 
-demo: database
+demo: database test-servers
 	$(PY) scripts/demo.py
 
 # Tests use their own Redis database and PostgreSQL database (test_omnium).
-test: install services
+test: install services test-servers
 	REDIS_URL=redis://127.0.0.1:6379/15 $(PY) -m pytest
 
 bench: database

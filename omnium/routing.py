@@ -30,8 +30,11 @@ def delivery_queue(destination_id: int) -> str:
     return f"deliver.{destination_id}"
 
 
+# Alert notices have their own queue: a slow mail server never delays a build or a send.
+ALERTS_QUEUE = "alerts"
+
 LIVE_QUEUES = [build_queue(LIVE), stats_queue(LIVE)]
-BULK_QUEUES = [build_queue(BULK), stats_queue(BULK), stats_queue(BACKFILL)]
+BULK_QUEUES = [build_queue(BULK), stats_queue(BULK), stats_queue(BACKFILL), ALERTS_QUEUE]
 
 
 def task_routes() -> dict:
@@ -40,6 +43,7 @@ def task_routes() -> dict:
         "omnium.feeds.tasks.*": {"queue": build_queue(LIVE)},
         "omnium.games.tasks.*": {"queue": stats_queue(LIVE)},
         "omnium.delivery.tasks.*": {"queue": DELIVERY_CONTROL_QUEUE},
+        "omnium.alerts.tasks.*": {"queue": ALERTS_QUEUE},
     }
 
 
@@ -60,6 +64,10 @@ def beat_schedule() -> dict:
             "task": "omnium.delivery.tasks.sweep_deliveries",
             "schedule": every,
             "options": {"expires": every * 2},
+        },
+        "sweep-alert-notices": {
+            "task": "omnium.alerts.tasks.sweep_alert_notices",
+            "schedule": 30.0,
         },
         "prune-delivery-attempts": {
             "task": "omnium.delivery.tasks.prune_attempts",

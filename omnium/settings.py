@@ -155,9 +155,28 @@ OMNIUM = {
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
     "ATTEMPT_RETENTION_DAYS": env.int("OMNIUM_ATTEMPT_RETENTION_DAYS", default=7),
+    # A destination owed a version for longer than this raises the "behind" alert.
+    "BEHIND_AFTER_S": _positive_float("OMNIUM_BEHIND_AFTER_S", 60.0),
 }
 if OMNIUM["DELIVERY_LEASE_MARGIN_S"] < 5:
     raise ImproperlyConfigured("OMNIUM_DELIVERY_LEASE_MARGIN_S must be at least 5 seconds")
+
+# --- Alerts ------------------------------------------------------------------------------
+def _alert_slack_url() -> str:
+    url = _secret("OMNIUM_ALERT_SLACK_URL", "")
+    if url and not url.startswith(("https://", "http://")):
+        raise ImproperlyConfigured(
+            f"OMNIUM_ALERT_SLACK_URL must be an http(s) URL of an incoming webhook, got {url!r}"
+        )
+    return url
+
+
+OMNIUM_ALERT_SLACK_URL = _alert_slack_url()
+OMNIUM_ALERT_EMAILS = env.list("OMNIUM_ALERT_EMAILS", default=[])
+EMAIL_HOST = env.str("EMAIL_HOST", default="127.0.0.1")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="omnium-alerts@localhost")
 
 # Destination credentials: a key ring of Fernet keys, comma separated; the first encrypts,
 # all decrypt (rotate: put a new key first, run `manage.py rotate_credentials`, drop the old).
@@ -177,3 +196,4 @@ if not OMNIUM_CREDENTIAL_KEYS:
     raise ImproperlyConfigured("OMNIUM_CREDENTIAL_KEYS is empty")
 if OMNIUM["BUILD_MAX_WAIT_S"] < OMNIUM["BUILD_QUIET_S"]:
     raise ImproperlyConfigured("OMNIUM_BUILD_MAX_WAIT_S must be at least OMNIUM_BUILD_QUIET_S")
+

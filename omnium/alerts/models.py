@@ -5,12 +5,18 @@ from django.db.models import Q
 
 
 class Alert(models.Model):
-    kind = models.CharField(max_length=40)  # e.g. stat_job_failed, destination_failing
-    subject = models.CharField(max_length=200)  # what it is about, e.g. "medal_standings:fixture=<id>"
+    kind = models.CharField(max_length=40)  # stat_job_failed, destination_failing, destination_behind
+    subject = models.CharField(max_length=200)  # what it is about, e.g. "destination:12"
     message = models.TextField()
     details = models.JSONField(default=dict, blank=True)
     opened_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # Sending is separate from opening: a channel that is down delays the notice, never the
+    # delivery that raised it. The sweeper re-sends what is not yet notified.
+    opening_sent_at = models.DateTimeField(null=True, blank=True)
+    resolution_sent_at = models.DateTimeField(null=True, blank=True)
+    send_attempts = models.PositiveIntegerField(default=0)
+    last_send_error = models.TextField(blank=True)
 
     class Meta:
         constraints = [

@@ -1,4 +1,4 @@
-"""Opening and resolving alerts. The channels that send them are added by a later issue."""
+"""Opening and resolving alerts; the notices go out through the channels afterwards."""
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -7,16 +7,31 @@ from omnium.alerts.models import Alert
 
 
 def open_alert(kind: str, subject: str, message: str, **details) -> Alert:
-    """Open an alert, or return the one already open for this kind and subject."""
+    """Open an alert, or return the one already open for this kind and subject (no storm)."""
     try:
         with transaction.atomic():
-            return Alert.objects.create(kind=kind, subject=subject, message=message, details=details)
+            alert = Alert.objects.create(kind=kind, subject=subject, message=message, details=details)
     except IntegrityError:
         return Alert.objects.get(kind=kind, subject=subject, resolved_at__isnull=True)
+    transaction.on_commit(lambda: _notify_soon(alert.pk))
+    return alert
 
 
 def resolve_alert(kind: str, subject: str) -> int:
-    """Resolve the open alert of this kind and subject; returns how many were resolved."""
-    return Alert.objects.filter(kind=kind, subject=subject, resolved_at__isnull=True).update(
-        resolved_at=timezone.now()
-    )
+    """Resolve the open alert of this kind and subject (its resolution is sent too)."""
+    ids = list(Alert.objects.filter(kind=kind, subject=subject, resolved_at__isnull=True).values_list("pk", flat=True))
+    if not ids:
+        return 0
+    resolved = Alert.objects.filter(pk__in=ids, resolved_at__isnull=True).update(resolved_at=timezone.now())
+    for alert_id in ids:
+        transaction.on_commit(lambda a=alert_id: _notify_soon(a))
+    return resolved
+
+
+def _notify_soon(alert_id: int) -> None:
+    from omnium.alerts.tasks import send_alert_notices
+
+    try:
+        send_alert_notices.delay(alert_id)
+    except Exception:  # broker down: the alert sweeper sends it later
+        pass

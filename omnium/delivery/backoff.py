@@ -1,20 +1,26 @@
 """Back-off per destination: quick retries with jitter, then every 5 minutes, forever.
 
 Only the failing destination waits; its retry is a countdown kick on its own queue, and the
-sweeper re-kicks it when `retry_at` passes if that kick was lost.
+sweeper re-kicks it when `retry_at` passes if that kick was lost. The third failure in a row
+opens one alert for the destination; the next success resolves it.
 """
 
 import random
+import time
 from datetime import timedelta
 
 from django.db.models import F
 from django.utils import timezone
 
+from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
+from omnium.delivery import health
 from omnium.delivery.models import SenderState
 
 FAST_BASE_S = 1.0
 FAST_CAP_S = 60.0
+ALERT_AFTER_FAILURES = 3
+PAUSED, WAITING = "paused", "waiting"
 
 
 def delay_after(failures: int, fast_retries: int) -> float:
@@ -25,9 +31,15 @@ def delay_after(failures: int, fast_retries: int) -> float:
     return exponential * random.uniform(0.5, 1.0)  # jitter: failing senders do not retry in step
 
 
-def ready(destination_id: int) -> bool:
-    retry_at = SenderState.objects.filter(pk=destination_id).values_list("retry_at", flat=True).first()
-    return retry_at is None or retry_at <= timezone.now()
+def gate(destination_id: int) -> str | None:
+    """Why the destination must not send now (PAUSED, WAITING for its retry), or None."""
+    row = SenderState.objects.filter(pk=destination_id).values_list("paused", "retry_at").first()
+    if row is None:
+        return None
+    paused, retry_at = row
+    if paused:
+        return PAUSED
+    return WAITING if retry_at is not None and retry_at > timezone.now() else None
 
 
 def failed(destination, error: str, retry_after: float | None = None) -> float:
@@ -39,14 +51,24 @@ def failed(destination, error: str, retry_after: float | None = None) -> float:
     if retry_after is not None:
         delay = max(delay, min(retry_after, omnium_setting("DELIVERY_SLOW_RETRY_S")))
     SenderState.objects.filter(pk=destination.pk).update(retry_at=timezone.now() + timedelta(seconds=delay))
+    health.publish_status(destination.pk, health.status_of(False, failures, destination.fast_retries),
+                          errors=failures, backoff_s=delay)
+    if failures == ALERT_AFTER_FAILURES:
+        open_alert("destination_failing", f"destination:{destination.pk}",
+                   f"{destination} failed {failures} times in a row: {error}",
+                   destination=destination.pk, client=destination.client.name)
+        health.record_event("alert_opened", destination.pk, kind="destination_failing")
     from omnium.delivery.queues import kick
 
     kick(destination.pk, countdown=delay)
     return delay
 
 
-def succeeded(destination_id: int) -> None:
-    SenderState.objects.filter(pk=destination_id).exclude(consecutive_failures=0, retry_at=None).update(
+def succeeded(destination) -> None:
+    recovered = SenderState.objects.filter(pk=destination.pk).exclude(consecutive_failures=0, retry_at=None).update(
         consecutive_failures=0, retry_at=None, last_error=""
     )
-    SenderState.objects.filter(pk=destination_id).update(last_success_at=timezone.now())
+    SenderState.objects.filter(pk=destination.pk).update(last_success_at=timezone.now())
+    health.publish_status(destination.pk, health.RUNNING, last_success=time.time())
+    if recovered and resolve_alert("destination_failing", f"destination:{destination.pk}"):
+        health.record_event("alert_resolved", destination.pk, kind="destination_failing")

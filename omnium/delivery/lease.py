@@ -14,8 +14,8 @@ from omnium.conf import omnium_setting
 
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
-    (destination_id, lease_token, lease_until, consecutive_failures, last_error)
-VALUES (%(id)s, %(token)s, clock_timestamp() + %(ttl)s * interval '1 second', 0, '')
+    (destination_id, lease_token, lease_until, consecutive_failures, last_error, paused, paused_reason)
+VALUES (%(id)s, %(token)s, clock_timestamp() + %(ttl)s * interval '1 second', 0, '', false, '')
 ON CONFLICT (destination_id) DO UPDATE
     SET lease_token = EXCLUDED.lease_token, lease_until = EXCLUDED.lease_until
     WHERE s.lease_until IS NULL OR s.lease_until < clock_timestamp()

@@ -30,6 +30,9 @@ class DeliveryState(models.Model):
     sent_path = models.TextField(blank=True)
     last_error = models.TextField(blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
+    # A permanent error (bad credentials, a changed host key, HTTP 410): not retried until a
+    # person replays it. Transient errors are never dead-lettered: they retry forever.
+    dead_lettered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "delivery_state"
@@ -56,6 +59,7 @@ class DeliveryAttempt(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     duration_ms = models.PositiveIntegerField(null=True)
     ok = models.BooleanField(null=True)  # None: still running, or its worker died mid-send
+    age_ms = models.PositiveIntegerField(null=True)  # on success: file changed_at -> confirmed
     bytes = models.PositiveIntegerField(null=True)
     receipt = models.TextField(blank=True)
     error_class = models.CharField(max_length=100, blank=True)
@@ -78,6 +82,12 @@ class SenderState(models.Model):
     retry_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # Paused by a person (survives restarts): nothing is sent until resumed.
+    paused = models.BooleanField(default=False)
+    paused_reason = models.TextField(blank=True)
+    paused_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    paused_at = models.DateTimeField(null=True, blank=True)
 
 
 class DeliverySwitch(models.Model):

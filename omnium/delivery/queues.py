@@ -49,7 +49,10 @@ def _consume(consumer, queues) -> int:
 @worker_ready.connect
 def _consume_destination_queues_at_start(sender, **kwargs):
     if _is_delivery_worker(sender):
+        from omnium.delivery import worker_threads
+
         log.info("delivery worker: consuming %d destination queues", _consume(sender, destination_queues()))
+        worker_threads.start(sender)
 
 
 @control_command(args=[("queues", list)], signature="<queues>")

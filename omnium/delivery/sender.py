@@ -18,7 +18,7 @@ from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination, Subscription
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks
-from omnium.delivery import backoff, lease
+from omnium.delivery import backoff, health, lease
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
 from omnium.delivery.transports import TransportError
@@ -43,6 +43,7 @@ NEXT_OWED = """
 SELECT ds.id, ds.subscription_id, ds.doc_key FROM delivery_state ds
 JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
 WHERE ds.destination_id = %s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
+  AND ds.dead_lettered_at IS NULL
 ORDER BY ds.wanted_at, ds.id LIMIT 1
 """
 
@@ -68,7 +69,7 @@ def drain(destination_id: int) -> str:
         lease.release(destination_id, token)
     # A kick that arrived while we held the lease returned at once: look again, so that no
     # wake-up is lost between our last look and the release.
-    if outcome == DRAINED and next_owed(destination_id) and backoff.ready(destination_id):
+    if outcome == DRAINED and next_owed(destination_id) and backoff.gate(destination_id) is None:
         from omnium.delivery.queues import kick
 
         kick(destination_id)
@@ -79,10 +80,11 @@ def _drain_under_lease(destination: Destination, token) -> str:
     destination_id = destination.pk
     if not destination.can_send() or not DeliverySwitch.is_on():
         return OFF
-    if not backoff.ready(destination_id):
-        return IDLE
     sent, started = 0, time.monotonic()
     while (owed := next_owed(destination_id)) is not None:
+        # Read before every file, so a pause or a back-off set elsewhere takes effect at once.
+        if backoff.gate(destination_id) is not None:
+            return IDLE
         if time.monotonic() - started > DRAIN_BUDGET_S:
             return DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
         if sent and not lease.renew(destination_id, token, destination.send_timeout_s):
@@ -114,9 +116,11 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt, exc, started)
         return False
-    _record_proof(owed, document, rendered, receipt, path)
-    _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text)
-    backoff.succeeded(destination.pk)
+    age_ms = _record_proof(owed, document, rendered, receipt, path)
+    _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text, age_ms=age_ms)
+    backoff.succeeded(destination)
+    health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=document.seq, bytes=len(rendered.body),
+                        age_ms=age_ms)
     return True
 
 
@@ -132,25 +136,36 @@ UPDATE delivery_state SET
     age_ms = GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - %(changed_at)s) * 1000)::int,
     force_resend = false, last_error = '', last_attempt_at = clock_timestamp()
 WHERE id = %(id)s AND (sent_seq < %(seq)s OR force_resend)
+RETURNING age_ms
 """
 
 
-def _record_proof(owed: OwedFile, document, rendered, receipt, path: str) -> None:
+def _record_proof(owed: OwedFile, document, rendered, receipt, path: str) -> int | None:
+    """Record the proof (forward only); returns the file's age at the send, if recorded."""
     with connection.cursor() as cursor:
         cursor.execute(RECORD_PROOF, {
             "id": owed.state_id, "seq": document.seq, "hash": bytes(document.content_hash),
             "bytes": len(rendered.body), "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
         })
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, started: float) -> None:
     permanent = getattr(exc, "permanent", True)
     message = str(exc)
+    if backoff.gate(destination.pk) == backoff.PAUSED:
+        message = f"cut by a pause: {message}"  # a person stopped it; not the destination's fault
     log.warning("send of %s to destination %s failed (%s): %s", owed.doc_key, destination.pk,
                 "permanent" if permanent else "transient", message)
     _finish_attempt(attempt, started, ok=False, error_class=type(exc).__name__, error=message, permanent=permanent)
-    DeliveryState.objects.filter(pk=owed.state_id).update(last_error=message, last_attempt_at=timezone.now())
-    backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None))
+    now = timezone.now()
+    DeliveryState.objects.filter(pk=owed.state_id).update(
+        last_error=message, last_attempt_at=now, dead_lettered_at=now if permanent else None)
+    health.record_event("dead_lettered" if permanent else "failed", destination.pk, doc_key=owed.doc_key,
+                        error=message)
+    if not message.startswith("cut by a pause"):
+        backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None))
 
 
 def _finish_attempt(attempt, started: float, **outcome) -> None:

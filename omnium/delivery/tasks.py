@@ -7,7 +7,7 @@ from django.db import connection
 from django.utils import timezone
 
 from omnium.conf import omnium_setting
-from omnium.delivery import queues, sender
+from omnium.delivery import freshness, queues, sender
 from omnium.delivery.models import DeliveryAttempt
 
 @shared_task
@@ -22,6 +22,7 @@ LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
 WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
   AND (ss.lease_until IS NULL OR ss.lease_until < clock_timestamp())
   AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp())
+  AND NOT COALESCE(ss.paused, false) AND ds.dead_lettered_at IS NULL
 """
 
 TIMERS_DUE = """
@@ -34,8 +35,8 @@ WHERE s.id = ds.subscription_id AND s.active AND s.schedule_seconds > 0 AND NOT 
 
 @shared_task
 def sweep_deliveries() -> dict:
-    """The backstop (beat): timers due, destinations with owed work and no live sender, and
-    every destination queue announced to the delivery workers."""
+    """The backstop (beat): timers due, destinations with owed work and no live sender,
+    destinations behind, and every destination queue announced to the delivery workers."""
     with connection.cursor() as cursor:
         cursor.execute(TIMERS_DUE)
         timers = cursor.rowcount
@@ -44,7 +45,8 @@ def sweep_deliveries() -> dict:
     queues.announce_queues(queues.destination_queues())
     for destination_id in idle:
         queues.kick(destination_id)
-    return {"kicked": len(idle), "timers_due": timers}
+    behind = freshness.check_behind()
+    return {"kicked": len(idle), "timers_due": timers, "behind": behind}
 
 
 @shared_task

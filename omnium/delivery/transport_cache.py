@@ -29,3 +29,13 @@ def transport_for(destination):
     if old:
         old[1].close()
     return transport
+
+
+def cut(destination_id: int) -> bool:
+    """Shut the sockets of the destination's send in progress (a pause must stop it now)."""
+    with _lock:
+        cached = _cache.get(destination_id)
+    if cached is None:
+        return False
+    cached[1]._sockets.cut_all()
+    return True

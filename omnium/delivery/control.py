@@ -1,0 +1,75 @@
+"""What a person can do to a destination: pause, resume, retry now, resend a file.
+
+The state is kept in PostgreSQL (it survives restarts), and every action is also published
+on the control channel, so that the workers react within a second: a pause cuts the
+destination's send in progress (its transport's sockets are shut), a resume or a retry
+kicks the sender at once.
+"""
+
+import json
+import logging
+
+from django.utils import timezone
+from redis.exceptions import RedisError
+
+from omnium.delivery import health
+from omnium.delivery.models import DeliveryState, SenderState
+from omnium.delivery.queues import kick
+from omnium.redis_client import redis_client
+
+log = logging.getLogger(__name__)
+
+CONTROL_CHANNEL = "omnium:control"
+
+
+def _sender_state(destination_id: int) -> SenderState:
+    state, _ = SenderState.objects.get_or_create(pk=destination_id)
+    return state
+
+
+def pause(destination_id: int, reason: str, by=None) -> None:
+    if not reason or not reason.strip():
+        raise ValueError("Say why the destination is paused.")
+    SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(
+        paused=True, paused_reason=reason.strip(), paused_by=by, paused_at=timezone.now())
+    health.publish_status(destination_id, health.PAUSED)
+    health.record_event("paused", destination_id, reason=reason.strip(), by=str(by or ""))
+    publish("pause", destination_id)
+
+
+def resume(destination_id: int, by=None) -> None:
+    SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(
+        paused=False, paused_reason="", paused_by=None, paused_at=None)
+    health.record_event("resumed", destination_id, by=str(by or ""))
+    publish("resume", destination_id)
+    kick(destination_id)
+
+
+def retry_now(destination_id: int) -> None:
+    """Forget the back-off wait (not the failure count) and try at once."""
+    SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(retry_at=None)
+    health.record_event("retry_now", destination_id)
+    kick(destination_id)
+
+
+def resend(state_ids) -> int:
+    """Send these files again (also replays dead letters), even if the client has them."""
+    states = DeliveryState.objects.filter(pk__in=list(state_ids))
+    destinations = set(states.values_list("destination_id", flat=True))
+    count = states.update(force_resend=True, dead_lettered_at=None)
+    for destination_id in destinations:
+        health.record_event("resend", destination_id, files=count)
+        kick(destination_id)
+    return count
+
+
+def replay_dead_letters(destination_id: int) -> int:
+    ids = DeliveryState.objects.filter(destination_id=destination_id, dead_lettered_at__isnull=False)
+    return resend(ids.values_list("pk", flat=True))
+
+
+def publish(action: str, destination_id: int) -> None:
+    try:
+        redis_client().publish(CONTROL_CHANNEL, json.dumps({"action": action, "destination": destination_id}))
+    except RedisError:  # the state is in PostgreSQL; the sender reads it before every file
+        log.warning("control message %s for %s not published", action, destination_id, exc_info=True)

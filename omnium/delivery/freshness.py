@@ -1,0 +1,41 @@
+"""The "behind" alert: a destination owed a version for longer than BEHIND_AFTER_S.
+
+It looks at owed work in PostgreSQL, not at failures, so it also fires when a sender is
+stuck or no worker serves the destination. Paused destinations are not "behind": a person
+stopped them on purpose (their screen says so).
+"""
+
+from django.db import connection
+
+from omnium.alerts.models import Alert
+from omnium.alerts.service import open_alert, resolve_alert
+from omnium.conf import omnium_setting
+
+BEHIND = """
+SELECT ds.destination_id, MIN(ds.wanted_at), COUNT(*) FROM delivery_state ds
+JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+JOIN clients_destination d ON d.id = ds.destination_id AND d.enabled AND NOT d.fenced
+JOIN clients_client c ON c.id = d.client_id AND c.active
+LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
+WHERE ds.wanted_seq > ds.sent_seq AND NOT COALESCE(ss.paused, false)
+  AND ds.wanted_at < clock_timestamp() - %s * interval '1 second'
+GROUP BY ds.destination_id
+"""
+
+
+def check_behind() -> int:
+    """Open an alert per destination that is behind; resolve those that caught up."""
+    limit = omnium_setting("BEHIND_AFTER_S")
+    with connection.cursor() as cursor:
+        cursor.execute(BEHIND, [limit])
+        behind = {row[0]: row for row in cursor.fetchall()}
+    for destination_id, (_, oldest, files) in behind.items():
+        open_alert("destination_behind", f"destination:{destination_id}",
+                   f"Destination {destination_id} is owed {files} file(s); the oldest since "
+                   f"{oldest:%H:%M:%S} UTC (more than {limit:g} s)", destination=destination_id)
+    open_subjects = Alert.objects.filter(kind="destination_behind", resolved_at__isnull=True).values_list(
+        "subject", flat=True)
+    for subject in list(open_subjects):
+        if int(subject.split(":")[1]) not in behind:
+            resolve_alert("destination_behind", subject)
+    return len(behind)

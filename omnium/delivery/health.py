@@ -1,0 +1,107 @@
+"""Health of every destination and delivery worker, published in Redis for ops to watch.
+
+Keys (the pattern of seed 002):
+  omnium:dest:<id>            hash: status (running · paused · backing_off · failing),
+                              errors (consecutive), last_success, backoff_s, updated
+  omnium:dest:<id>:heartbeat  set by the worker that serves the destination; TTL 3x its
+                              interval, so its absence means nobody is serving it (stalled)
+  omnium:worker:<hostname>    the worker's own heartbeat, same TTL
+  omnium:events               the last 200 events, newest first (JSON lines)
+Redis holds no truth here: everything can be recomputed from PostgreSQL; a Redis outage only
+blinds the screens for a while and never stops a send.
+"""
+
+import json
+import logging
+import time
+
+from redis.exceptions import RedisError
+
+from omnium.redis_client import redis_client
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL_S = 5.0
+HEARTBEAT_TTL_S = 3 * HEARTBEAT_INTERVAL_S
+EVENT_LOG = "omnium:events"
+EVENT_LOG_SIZE = 200
+
+RUNNING, PAUSED, BACKING_OFF, FAILING = "running", "paused", "backing_off", "failing"
+
+
+def status_of(paused: bool, failures: int, fast_retries: int) -> str:
+    if paused:
+        return PAUSED
+    if failures > fast_retries:
+        return FAILING
+    return BACKING_OFF if failures else RUNNING
+
+
+def destination_key(destination_id: int) -> str:
+    return f"omnium:dest:{destination_id}"
+
+
+def publish_status(destination_id: int, status: str, errors: int = 0, last_success: float | None = None,
+                   backoff_s: float = 0.0) -> None:
+    fields = {"status": status, "errors": errors, "backoff_s": round(backoff_s, 1), "updated": time.time()}
+    if last_success is not None:
+        fields["last_success"] = last_success
+    _quietly(lambda r: r.hset(destination_key(destination_id), mapping=fields))
+
+
+def record_event(kind: str, destination_id: int | None = None, **details) -> None:
+    """Add an event (sent, failed, paused, alert_opened…) to the capped log."""
+    event = json.dumps({"at": time.time(), "kind": kind, "destination": destination_id, **details}, default=str)
+
+    def push(r):
+        pipe = r.pipeline()
+        pipe.lpush(EVENT_LOG, event)
+        pipe.ltrim(EVENT_LOG, 0, EVENT_LOG_SIZE - 1)
+        pipe.execute()
+
+    _quietly(push)
+
+
+def read_events(limit: int = EVENT_LOG_SIZE) -> list[dict]:
+    raw = _quietly(lambda r: r.lrange(EVENT_LOG, 0, limit - 1)) or []
+    return [json.loads(item) for item in raw]
+
+
+def beat(hostname: str, destination_ids) -> None:
+    """One heartbeat of a delivery worker, for itself and every destination it serves."""
+    now = time.time()
+
+    def write(r):
+        pipe = r.pipeline()
+        pipe.set(f"omnium:worker:{hostname}", now, ex=int(HEARTBEAT_TTL_S))
+        for destination_id in destination_ids:
+            pipe.set(f"{destination_key(destination_id)}:heartbeat", now, ex=int(HEARTBEAT_TTL_S))
+        pipe.execute()
+
+    _quietly(write)
+
+
+def read(destination_id: int) -> dict:
+    """The published health of a destination, with `stalled` when no worker serves it."""
+    def fetch(r):
+        pipe = r.pipeline()
+        pipe.hgetall(destination_key(destination_id))
+        pipe.get(f"{destination_key(destination_id)}:heartbeat")
+        return pipe.execute()
+
+    found = _quietly(fetch)
+    if found is None:
+        return {"status": "unknown", "stalled": None}
+    fields, heartbeat = found
+    health = {k.decode(): v.decode() for k, v in fields.items()}
+    health["stalled"] = heartbeat is None
+    health["heartbeat"] = float(heartbeat) if heartbeat else None
+    return health
+
+
+def _quietly(action):
+    try:
+        return action(redis_client())
+    except RedisError:
+        log.warning("health not published: Redis unavailable", exc_info=True)
+        return None

@@ -1,0 +1,160 @@
+"""Push over FTP, or FTPS (explicit TLS) when the config says ``tls: true``."""
+
+from __future__ import annotations
+
+import contextlib
+import ftplib
+import io
+import posixpath
+import ssl
+
+from .base import (
+    TIMEOUT_SETTINGS,
+    Deadline,
+    FeedFile,
+    Receipt,
+    Setting,
+    Transport,
+    TransportError,
+    join_remote,
+    temporary_name,
+)
+
+
+def _pem_problem(value: str) -> str | None:
+    return None if "-----BEGIN CERTIFICATE-----" in value else "must be a PEM certificate"
+
+
+class FTPTransport(Transport):
+    """STOR to a temporary name, SIZE must equal the body, then RNFR/RNTO over the final
+    name, so a client listing the folder never picks up half a file."""
+
+    kind = "ftp"
+    label = "FTP / FTPS"
+    config_schema = {
+        **TIMEOUT_SETTINGS,
+        "host": Setting(str, required=True),
+        "port": Setting(int, default=21, minimum=1, maximum=65535),
+        "username": Setting(str, required=True),
+        "directory": Setting(str, default=""),
+        "tls": Setting(bool, default=False),
+        "ca_cert": Setting(str, check=_pem_problem),  # trust this CA instead of the system's
+        "passive": Setting(bool, default=True),
+    }
+    credentials_schema = {"password": Setting(str, default="")}
+
+    def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        final = join_remote(self.config["directory"], file.path)
+        ftp = self._connect(deadline)
+        delivered = False
+        try:
+            size = _put_in_place(ftp, file.body, final)
+            delivered = True
+        except ftplib.all_errors as exc:
+            raise _failure(exc) from exc
+        finally:
+            _hang_up(ftp, politely=delivered)
+        return Receipt(f"size={size} path={final}", remote_bytes=size)
+
+    def _connect(self, deadline: Deadline) -> ftplib.FTP:
+        ftp = ftplib.FTP_TLS(context=self._tls_context()) if self.config["tls"] else ftplib.FTP()
+        try:
+            ftp.connect(
+                self.config["host"],
+                self.config["port"],
+                timeout=deadline.timeout(self.config["connect_timeout"]),
+            )
+            # Past the connect, each wait may last the whole send; the deadline ends it sooner.
+            ftp.timeout = self.config["send_timeout"]
+            ftp.sock.settimeout(ftp.timeout)
+            ftp.login(self.config["username"], self.credentials["password"])
+            if self.config["tls"]:
+                ftp.prot_p()  # encrypt the data connections too, not only the commands
+            ftp.set_pasv(self.config["passive"])
+            ftp.voidcmd("TYPE I")
+        except ftplib.all_errors as exc:
+            ftp.close()
+            raise _failure(exc) from exc
+        return ftp
+
+    def _tls_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cadata=self.config.get("ca_cert"))
+
+
+def _put_in_place(ftp: ftplib.FTP, body: bytes, final: str) -> int:
+    """Upload under a temporary name, then rename it over ``final``; returns the size."""
+    temporary = temporary_name(final)
+    try:
+        size = _store(ftp, body, temporary)
+        _replace(ftp, temporary, final)
+    except Exception:
+        _discard(ftp, temporary)
+        raise
+    return size
+
+
+def _store(ftp: ftplib.FTP, body: bytes, temporary: str) -> int:
+    """STOR ``body`` as ``temporary`` and return the size the server reports, which must
+    be ours: a short file must never be renamed into place."""
+    try:
+        ftp.storbinary(f"STOR {temporary}", io.BytesIO(body))
+    except ftplib.error_perm:
+        folder = posixpath.dirname(temporary)
+        if not folder:
+            raise
+        _make_folders(ftp, folder)  # 550 is also what a missing folder gets
+        ftp.storbinary(f"STOR {temporary}", io.BytesIO(body))
+    size = ftp.size(temporary)
+    if size != len(body):
+        raise TransportError(f"FTP kept {size} bytes of {len(body)}")
+    return size
+
+
+def _discard(ftp: ftplib.FTP, temporary: str) -> None:
+    """Delete a failed upload's temporary file, if the session still works. (When the
+    connection is what failed, the hidden file stays; each try uses a new random name so
+    that two senders can never write into the same one.)"""
+    with contextlib.suppress(Exception):
+        ftp.delete(temporary)
+
+
+def _make_folders(ftp: ftplib.FTP, folder: str) -> None:
+    parts = folder.split("/")
+    for depth in range(1, len(parts) + 1):
+        if parts[depth - 1]:
+            try:
+                ftp.mkd("/".join(parts[:depth]))
+            except ftplib.error_perm:
+                pass  # exists already (or cannot be made: the STOR retry will say so)
+
+
+def _replace(ftp: ftplib.FTP, temporary: str, final: str) -> None:
+    try:
+        ftp.rename(temporary, final)
+    except ftplib.error_perm as refusal:
+        # Some servers refuse to rename over an existing file; the final name is then
+        # briefly absent (never partial). If deleting fails too, the refusal was real.
+        try:
+            ftp.delete(final)
+        except ftplib.error_perm:
+            raise refusal from None
+        ftp.rename(temporary, final)
+
+
+def _hang_up(ftp: ftplib.FTP, *, politely: bool) -> None:
+    """Say QUIT after a delivery (a failed goodbye changes nothing: the file is in place);
+    after a failure just close, since the server may be what is stuck."""
+    if politely:
+        with contextlib.suppress(*ftplib.all_errors):
+            ftp.quit()
+    ftp.close()
+
+
+def _failure(exc: BaseException) -> TransportError:
+    reply = str(exc)
+    if isinstance(exc, ftplib.error_perm):
+        what = "login refused" if reply.startswith("530") else "refused"
+        return TransportError(f"FTP {what}: {reply}", permanent=True)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return TransportError(f"FTPS certificate rejected: {exc}", permanent=True)
+    return TransportError(f"FTP failed: {type(exc).__name__}: {reply}")

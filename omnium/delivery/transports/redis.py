@@ -1,0 +1,82 @@
+"""Push into the Redis pull cache: the pull API's fast copy of every feed file."""
+
+from __future__ import annotations
+
+import gzip
+
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import AuthorizationError
+from redis.retry import Retry
+
+from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+
+# Write-if-newer in one step: a zombie sender or a late retry holding an older version
+# can never replace a newer one (ARCHITECTURE rule 4). Returns {1, v} when stored and
+# {0, current} when a version at least as new is already there.
+WRITE_IF_NEWER = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'v'))
+local offered = tonumber(ARGV[1])
+if current and current >= offered then
+  return {0, current}
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'etag', ARGV[2], 'gz', ARGV[3])
+return {1, offered}
+"""
+
+# Errors about who we are or what we may do: retrying cannot help.
+PERMANENT_REPLIES = ("NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE")
+
+
+def _url_problem(url: str) -> str | None:
+    ok = url.startswith(("redis://", "rediss://", "unix://"))
+    return None if ok else "must start with redis://, rediss:// or unix://"
+
+
+class RedisTransport(Transport):
+    """Stores ``v`` (version), ``etag`` and ``gz`` (the gzipped body) in one hash at
+    ``key_prefix + path``. A refused stale write is a success: the receipt then says
+    "kept newer v=M", because the cache already holds something at least as new."""
+
+    kind = "redis"
+    label = "Redis pull cache"
+    config_schema = {
+        **TIMEOUT_SETTINGS,
+        "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem),
+        "key_prefix": Setting(str, default="feed:"),
+    }
+    credentials_schema = {"username": Setting(str), "password": Setting(str)}
+
+    def __init__(self, config: dict, credentials: dict):
+        super().__init__(config, credentials)
+        self._pool = redis.ConnectionPool.from_url(
+            self.config["url"],
+            username=self.credentials.get("username"),
+            password=self.credentials.get("password"),
+            socket_connect_timeout=self.config["connect_timeout"],
+            socket_timeout=self.config["send_timeout"],
+            max_connections=4,
+        )
+        # One quick retry covers a pooled connection the server dropped while idle; more
+        # (redis-py backs off for seconds by default) would only eat into the deadline.
+        client = redis.Redis(connection_pool=self._pool, retry=Retry(NoBackoff(), 1))
+        self._write_if_newer = client.register_script(WRITE_IF_NEWER)
+
+    def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        key = self.config["key_prefix"] + file.path
+        packed = gzip.compress(file.body, mtime=0)  # mtime 0: same body, same bytes
+        try:
+            stored, version = self._write_if_newer(keys=[key], args=[file.version, file.etag, packed])
+        except (redis.AuthenticationError, AuthorizationError) as exc:
+            raise TransportError(f"Redis refused our credentials: {exc}", permanent=True) from exc
+        except redis.ResponseError as exc:
+            permanent = str(exc).startswith(PERMANENT_REPLIES)
+            raise TransportError(f"Redis refused: {exc}", permanent=permanent) from exc
+        except redis.RedisError as exc:
+            raise TransportError(f"Redis unreachable: {exc}") from exc
+        if stored:
+            return Receipt(f"stored v={version}", remote_bytes=len(packed))
+        return Receipt(f"kept newer v={version}")
+
+    def close(self) -> None:
+        self._pool.disconnect()

@@ -1,0 +1,141 @@
+"""Push to an S3 bucket: Amazon S3 or any S3-compatible server."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import boto3
+import botocore.config
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ParamValidationError
+
+from .base import (
+    TIMEOUT_SETTINGS,
+    Deadline,
+    FeedFile,
+    Receipt,
+    Setting,
+    Transport,
+    TransportError,
+    join_remote,
+)
+
+# Error codes that no retry can fix (the bucket or the keys are wrong), and codes that a
+# later try may get past even though S3 sends them with a 4xx status.
+PERMANENT_CODES = {
+    "NoSuchBucket",
+    "AccessDenied",
+    "AllAccessDisabled",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidBucketName",
+    "AccountProblem",
+}
+TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "RequestTimeTooSkewed", "BadDigest"}
+
+
+def _http_url(value: str) -> str | None:
+    return None if value.startswith(("http://", "https://")) else "must start with http:// or https://"
+
+
+class S3Transport(Transport):
+    """One PUT per file. A PUT is atomic on S3 (readers get the old object or the new one),
+    so unlike SFTP and FTP there is no temporary name to rename."""
+
+    kind = "s3"
+    label = "Amazon S3 or S3-compatible"
+    config_schema = {
+        **TIMEOUT_SETTINGS,
+        "endpoint_url": Setting(str, check=_http_url),
+        "region": Setting(str, default="us-east-1"),
+        "bucket": Setting(str, required=True),
+        "prefix": Setting(str, default=""),
+        "addressing_style": Setting(str, default="auto", choices=("auto", "path", "virtual")),
+    }
+    credentials_schema = {
+        "access_key": Setting(str, required=True),
+        "secret_key": Setting(str, required=True),
+    }
+
+    def __init__(self, config: dict, credentials: dict):
+        super().__init__(config, credentials)
+        self._client = None
+
+    def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        key = join_remote(self.config["prefix"].strip("/"), file.path)
+        try:
+            reply = self._s3().put_object(
+                Bucket=self.config["bucket"],
+                Key=key,
+                Body=file.body,
+                ContentType=file.content_type,
+                # The server checks the bytes it got against this digest and refuses a
+                # mismatch, so a 200 proves it holds exactly our body.
+                ContentMD5=base64.b64encode(hashlib.md5(file.body).digest()).decode(),
+                Metadata={"omnium-version": str(file.version), "omnium-etag": file.etag},
+            )
+        except ClientError as exc:
+            raise _refusal(exc) from exc
+        except (NoCredentialsError, ParamValidationError) as exc:
+            raise TransportError(f"S3 request invalid: {exc}", permanent=True) from exc
+        except BotoCoreError as exc:
+            raise TransportError(f"S3 unreachable: {exc}") from exc
+        return Receipt(_receipt_text(reply), remote_bytes=len(file.body))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _s3(self):
+        """The client, made on first use and reused (it holds the connection pool)."""
+        if self._client is None:
+            # A session of our own: boto3's default session is not safe to share across
+            # the worker's threads while clients are being created.
+            session = boto3.session.Session()
+            self._client = session.client(
+                "s3",
+                endpoint_url=self.config.get("endpoint_url"),
+                region_name=self.config["region"],
+                aws_access_key_id=self.credentials["access_key"],
+                aws_secret_access_key=self.credentials["secret_key"],
+                config=self._botocore_config(),
+            )
+        return self._client
+
+    def _botocore_config(self) -> botocore.config.Config:
+        return botocore.config.Config(
+            connect_timeout=self.config["connect_timeout"],
+            read_timeout=self.config["send_timeout"],
+            retries={"max_attempts": 2, "mode": "standard"},
+            # Newer botocore adds CRC checksums by default; many S3-compatible servers
+            # reject or mishandle them. Content-MD5 above covers integrity instead.
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+            s3={"addressing_style": self.config["addressing_style"]},
+        )
+
+
+def _refusal(exc: ClientError) -> TransportError:
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+    if code in PERMANENT_CODES or code in TRANSIENT_CODES:
+        permanent = code in PERMANENT_CODES
+    else:
+        permanent = 400 <= status < 500 and status not in (408, 429)
+    detail = error.get("Message") or ""
+    return TransportError(f"S3 refused: {code or 'error'} ({status}) {detail}".strip(), permanent=permanent)
+
+
+def _receipt_text(reply: dict) -> str:
+    etag = reply.get("ETag", "").strip('"')
+    parts = [f"etag={etag}"]
+    parts += [
+        f"{name.removeprefix('Checksum').lower()}={value}"
+        for name, value in reply.items()
+        if name.startswith("Checksum") and name != "ChecksumType" and value
+    ]
+    if reply.get("VersionId"):
+        parts.append(f"version_id={reply['VersionId']}")
+    return " ".join(parts)

@@ -1,0 +1,205 @@
+"""Push over SFTP (paramiko) to a server whose host key we pinned when it was set up."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import errno
+import io
+import posixpath
+import socket
+
+import paramiko
+
+from .base import (
+    TIMEOUT_SETTINGS,
+    Deadline,
+    FeedFile,
+    Receipt,
+    Setting,
+    Transport,
+    TransportError,
+    join_remote,
+    temporary_name,
+)
+
+KEY_CLASSES = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey)
+
+
+def parse_host_key(text: str) -> paramiko.PKey:
+    """The public key in OpenSSH "type base64" form (as in known_hosts or a .pub file)."""
+    kind, data = text.split()[:2]
+    return paramiko.PKey.from_type_string(kind, base64.b64decode(data, validate=True))
+
+
+def _host_key_problem(text: str) -> str | None:
+    try:
+        parse_host_key(text)
+    except (ValueError, IndexError, binascii.Error, paramiko.SSHException):
+        return "must be an OpenSSH public key such as 'ssh-ed25519 AAAA...'"
+    return None
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    return f"{key.get_name()} {key.fingerprint}"
+
+
+class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
+    """The server offered a key we never pinned: never trust it on first sight."""
+
+    def missing_host_key(self, client, hostname, key):
+        raise TransportError(f"SFTP host key of {hostname} unknown: {fingerprint(key)}", permanent=True)
+
+
+class SFTPTransport(Transport):
+    """Uploads to ``<dir>/.<name>.<random>.tmp``, checks its size, then renames it over the
+    final name, so a client polling the folder never reads half a file."""
+
+    kind = "sftp"
+    label = "SFTP"
+    config_schema = {
+        **TIMEOUT_SETTINGS,
+        "host": Setting(str, required=True),
+        "port": Setting(int, default=22, minimum=1, maximum=65535),
+        "username": Setting(str, required=True),
+        "host_key": Setting(str, required=True, check=_host_key_problem),
+        "directory": Setting(str, default=""),
+    }
+    credentials_schema = {
+        "password": Setting(str),
+        "private_key": Setting(str),
+        "passphrase": Setting(str),
+    }
+
+    def __init__(self, config: dict, credentials: dict):
+        super().__init__(config, credentials)
+        if not (self.credentials.get("password") or self.credentials.get("private_key")):
+            raise TransportError("sftp: password or private_key is required", permanent=True)
+
+    def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        final = join_remote(self.config["directory"], file.path)
+        client = self._connect(deadline)
+        try:
+            sftp = client.open_sftp()
+            sftp.get_channel().settimeout(self.config["send_timeout"])
+            _put_in_place(sftp, file.body, final)
+            size = sftp.stat(final).st_size
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise _failure(exc) from exc
+        finally:
+            client.close()
+        return Receipt(f"size={size} path={final}", remote_bytes=size)
+
+    def _connect(self, deadline: Deadline) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        host, port = self.config["host"], self.config["port"]
+        pinned = parse_host_key(self.config["host_key"])
+        known_as = host if port == 22 else f"[{host}]:{port}"
+        client.get_host_keys().add(known_as, pinned.get_name(), pinned)
+        client.set_missing_host_key_policy(_RefuseUnknownHostKey())
+        wait = deadline.timeout(self.config["connect_timeout"])
+        try:
+            sock = socket.create_connection((host, port), timeout=wait)
+            client.connect(
+                host,
+                port,
+                username=self.config["username"],
+                sock=sock,
+                password=self.credentials.get("password"),
+                pkey=self._private_key(),
+                timeout=wait,
+                banner_timeout=wait,
+                auth_timeout=wait,
+                channel_timeout=wait,
+                allow_agent=False,
+                look_for_keys=False,
+            )
+        except TransportError:
+            client.close()
+            raise
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            client.close()
+            raise _failure(exc) from exc
+        return client
+
+    def _private_key(self) -> paramiko.PKey | None:
+        text = self.credentials.get("private_key")
+        if not text:
+            return None
+        for key_class in KEY_CLASSES:
+            try:
+                return key_class.from_private_key(io.StringIO(text), self.credentials.get("passphrase"))
+            except (paramiko.SSHException, ValueError):
+                continue
+        raise TransportError("sftp: private_key is not a readable Ed25519, ECDSA or RSA key", permanent=True)
+
+
+def _put_in_place(sftp: paramiko.SFTPClient, body: bytes, final: str) -> None:
+    """Upload under a temporary name, then rename it over ``final``."""
+    temporary = temporary_name(final)
+    try:
+        _upload(sftp, body, temporary)
+        _replace(sftp, temporary, final)
+    except Exception:
+        _discard(sftp, temporary)
+        raise
+
+
+def _upload(sftp: paramiko.SFTPClient, body: bytes, temporary: str) -> None:
+    """Write ``body`` to ``temporary``, making missing folders; putfo's confirm step
+    compares the remote size with ours and raises if they differ."""
+    try:
+        sftp.putfo(io.BytesIO(body), temporary, file_size=len(body), confirm=True)
+    except FileNotFoundError:
+        _make_folders(sftp, posixpath.dirname(temporary))
+        sftp.putfo(io.BytesIO(body), temporary, file_size=len(body), confirm=True)
+
+
+def _make_folders(sftp: paramiko.SFTPClient, folder: str) -> None:
+    parts = folder.split("/")
+    for depth in range(1, len(parts) + 1):
+        if parts[depth - 1]:
+            try:
+                sftp.mkdir("/".join(parts[:depth]))
+            except OSError:
+                pass  # exists already (or cannot be made: the upload retry will say so)
+
+
+def _replace(sftp: paramiko.SFTPClient, temporary: str, final: str) -> None:
+    try:
+        sftp.posix_rename(temporary, final)  # atomic replace (OpenSSH extension)
+    except OSError as exc:
+        if exc.errno is not None or "unsupported" not in str(exc).lower():
+            raise
+        # A server without the extension: plain SFTP rename refuses to overwrite, so the
+        # final name is briefly absent (never partial) between these two calls.
+        try:
+            sftp.remove(final)
+        except FileNotFoundError:
+            pass
+        sftp.rename(temporary, final)
+
+
+def _discard(sftp: paramiko.SFTPClient, temporary: str) -> None:
+    """Remove a failed upload's temporary file, if the session still works. (When the
+    connection is what failed, the hidden file stays; each try uses a new random name so
+    that two senders can never write into the same one.)"""
+    with contextlib.suppress(Exception):
+        sftp.remove(temporary)
+
+
+def _failure(exc: BaseException) -> TransportError:
+    if isinstance(exc, paramiko.BadHostKeyException):
+        # A key of another type than the pinned one is one we have never seen.
+        same_type = exc.key.get_name() == exc.expected_key.get_name()
+        what = "changed" if same_type else "unknown"
+        got, pinned = fingerprint(exc.key), fingerprint(exc.expected_key)
+        return TransportError(
+            f"SFTP host key of {exc.hostname} {what}: got {got}, pinned {pinned}", permanent=True
+        )
+    if isinstance(exc, paramiko.AuthenticationException) and "timeout" not in str(exc).lower():
+        return TransportError(f"SFTP login refused: {exc}", permanent=True)
+    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM):
+        return TransportError(f"SFTP permission denied: {exc}", permanent=True)
+    return TransportError(f"SFTP failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,151 @@
+"""Push by HTTP POST, signed the Standard Webhooks way (webhook-id, -timestamp, -signature)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.utils
+import hashlib
+import hmac
+import time
+from collections.abc import Mapping
+
+import requests
+
+from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+
+SECRET_PREFIX = "whsec_"
+RETRY_AFTER_BOUNDS = (1.0, 300.0)
+RECEIPT_READ_LIMIT = 1 << 20  # a receipt digests the reply; a huge reply is not our business
+
+
+def secret_bytes(secret: str) -> bytes:
+    """The signing key inside a "whsec_<base64>" secret."""
+    return base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+
+
+def _secret_problem(secret: str) -> str | None:
+    try:
+        ok = secret.startswith(SECRET_PREFIX) and len(secret_bytes(secret)) >= 16
+    except (binascii.Error, ValueError):
+        ok = False
+    return None if ok else "must be 'whsec_' followed by at least 16 bytes in base64"
+
+
+def _whole_number(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _url_problem(url: str) -> str | None:
+    return None if url.startswith(("http://", "https://")) else "must start with http:// or https://"
+
+
+def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The "v1,<base64 HMAC-SHA256>" signature of ``id.timestamp.body``."""
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret_bytes(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def verify_signature(secret: str, headers: Mapping[str, str], body: bytes, tolerance: float = 300) -> bool:
+    """True when ``headers`` carry a v1 signature of ``body`` made with ``secret`` and a
+    timestamp within ``tolerance`` seconds of now (the window limits replays)."""
+    found = {name.lower(): value for name, value in headers.items()}
+    msg_id = found.get("webhook-id", "")
+    timestamp = _whole_number(found.get("webhook-timestamp", ""))
+    if not msg_id or timestamp is None or abs(time.time() - timestamp) > tolerance:
+        return False
+    expected = sign(secret, msg_id, timestamp, body)
+    offered = found.get("webhook-signature", "").split()  # several, while a secret rotates
+    return any(hmac.compare_digest(candidate, expected) for candidate in offered)
+
+
+def message_id_for(file: FeedFile) -> str:
+    # The same for every try of the same version, so a receiver can drop a repeat; a new
+    # version is a new message. (Standard Webhooks: unique per message, kept on retries.)
+    return "msg_" + hashlib.sha256(f"{file.path}:{file.version}".encode()).hexdigest()[:32]
+
+
+class WebhookTransport(Transport):
+    """POSTs the file to ``url``. Only a 2xx reply counts as delivered; redirects are not
+    followed (they would turn the POST into a GET)."""
+
+    kind = "webhook"
+    label = "HTTP webhook"
+    config_schema = {**TIMEOUT_SETTINGS, "url": Setting(str, required=True, check=_url_problem)}
+    credentials_schema = {"secret": Setting(str, required=True, check=_secret_problem)}
+
+    def __init__(self, config: dict, credentials: dict):
+        super().__init__(config, credentials)
+        self._session = requests.Session()
+        # Proxies and .netrc from the environment would change where signed feeds go.
+        self._session.trust_env = False
+
+    def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        try:
+            reply = self._session.post(
+                self.config["url"],
+                data=file.body,
+                headers=self._headers(file),
+                timeout=(deadline.timeout(self.config["connect_timeout"]), self.config["send_timeout"]),
+                allow_redirects=False,
+                stream=True,
+            )
+            with reply:
+                if not 200 <= reply.status_code < 300:
+                    raise _refusal(reply)
+                digest = _digest(reply)
+        except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
+            raise TransportError(f"webhook url unusable: {exc}", permanent=True) from exc
+        except requests.RequestException as exc:
+            raise TransportError(f"webhook unreachable: {exc}") from exc
+        return Receipt(f"{reply.status_code} sha256:{digest}")
+
+    def close(self) -> None:
+        self._session.close()
+
+    def _headers(self, file: FeedFile) -> dict[str, str]:
+        msg_id, timestamp = message_id_for(file), int(time.time())
+        return {
+            "content-type": file.content_type,
+            "webhook-id": msg_id,
+            "webhook-timestamp": str(timestamp),
+            "webhook-signature": sign(self.credentials["secret"], msg_id, timestamp, file.body),
+            "omnium-path": file.path,
+            "omnium-version": str(file.version),
+            "omnium-etag": file.etag,
+        }
+
+
+def _digest(reply: requests.Response) -> str:
+    digest, seen = hashlib.sha256(), 0
+    for chunk in reply.iter_content(64 * 1024):
+        digest.update(chunk[: RECEIPT_READ_LIMIT - seen])
+        seen += len(chunk)
+        if seen >= RECEIPT_READ_LIMIT:
+            break
+    return digest.hexdigest()
+
+
+def _refusal(reply: requests.Response) -> TransportError:
+    status = reply.status_code
+    message = f"webhook answered {status} {reply.reason}"
+    if status == 410:
+        return TransportError(message + ": the receiver is gone", permanent=True)
+    if status in (408, 429) or status >= 500:
+        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")))
+    return TransportError(message, permanent=True)  # other 4xx, and 3xx we do not follow
+
+
+def retry_after(value: str | None) -> float | None:
+    """A Retry-After header (seconds or an HTTP date) as seconds within RETRY_AFTER_BOUNDS."""
+    if not value:
+        return None
+    seconds = _whole_number(value.strip())
+    if seconds is None:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    low, high = RETRY_AFTER_BOUNDS
+    return float(min(high, max(low, seconds)))

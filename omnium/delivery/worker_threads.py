@@ -1,0 +1,57 @@
+"""Two background threads in every delivery worker: its heartbeat, and the control listener.
+
+The heartbeat says "this worker is alive and serves these destinations" every few seconds;
+when the worker dies, the keys expire and the screens show its destinations as stalled. The
+listener reacts to pause / resume messages within a second (a pause cuts the send in
+progress); the actions' state is in PostgreSQL, so a missed message changes only the delay.
+"""
+
+import json
+import logging
+import threading
+import time
+
+from redis.exceptions import RedisError
+
+from omnium.delivery import health, transport_cache
+from omnium.delivery.control import CONTROL_CHANNEL
+from omnium.redis_client import redis_client
+
+log = logging.getLogger(__name__)
+
+
+def served_destinations(consumer) -> list[int]:
+    names = [queue.name for queue in consumer.task_consumer.queues]
+    return [int(name.split(".", 1)[1]) for name in names if name.split(".", 1)[1].isdigit()]
+
+
+def _heartbeat_loop(consumer, hostname: str) -> None:
+    while True:
+        try:
+            health.beat(hostname, served_destinations(consumer))
+        except Exception:  # a heartbeat must never kill the worker
+            log.warning("heartbeat failed", exc_info=True)
+        time.sleep(health.HEARTBEAT_INTERVAL_S)
+
+
+def _control_loop() -> None:
+    while True:
+        try:
+            pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
+            pubsub.subscribe(CONTROL_CHANNEL)
+            for message in pubsub.listen():
+                _obey(json.loads(message["data"]))
+        except (RedisError, ValueError):
+            log.warning("control channel lost; listening again in 1 s", exc_info=True)
+            time.sleep(1)
+
+
+def _obey(command: dict) -> None:
+    if command.get("action") == "pause" and transport_cache.cut(int(command["destination"])):
+        log.info("paused destination %s: send in progress cut", command["destination"])
+
+
+def start(consumer) -> None:
+    hostname = consumer.hostname if hasattr(consumer, "hostname") else "worker"
+    for target, args in ((_heartbeat_loop, (consumer, hostname)), (_control_loop, ())):
+        threading.Thread(target=target, args=args, daemon=True, name=target.__name__).start()

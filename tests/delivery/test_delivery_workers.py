@@ -1,0 +1,170 @@
+"""Delivery through real Celery workers: isolation, one sender at a time, crashes."""
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.feeds.models import FeedDocument
+from omnium.games import workflow
+from omnium.games.models import Fixture
+from tests import processes
+from tests.conftest import ALL_QUEUES
+from tests.delivery.conftest import redis_destination_settings, webhook_settings
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.worker
+
+
+class SlowReceiver:
+    """Answers every POST after `hold_s`, and counts requests in flight per URL path."""
+
+    def __init__(self, hold_s: float):
+        self.hold_s, self.lock = hold_s, threading.Lock()
+        self.in_flight, self.max_in_flight, self.received = {}, {}, []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                receiver._enter(self.path)
+                time.sleep(receiver.hold_s)
+                receiver._leave(self.path)
+                self.send_response(200)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.http.server_address[1]}/{path}"
+
+    def _enter(self, path):
+        with self.lock:
+            self.in_flight[path] = self.in_flight.get(path, 0) + 1
+            self.max_in_flight[path] = max(self.max_in_flight.get(path, 0), self.in_flight[path])
+            self.received.append((path, time.monotonic()))
+
+    def _leave(self, path):
+        with self.lock:
+            self.in_flight[path] -= 1
+
+    def stop(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.fixture
+def slow_receiver():
+    server = SlowReceiver(hold_s=0.3)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pipeline(transactional_db, clean_redis):
+    """Build workers, one delivery worker and beat (fast sweeps, short leases)."""
+    env = {"OMNIUM_SWEEP_INTERVAL_S": 0.5, "OMNIUM_DELIVERY_LEASE_MARGIN_S": 5}
+    started = [processes.start_worker(ALL_QUEUES, "builds", **env),
+               processes.start_delivery_worker("delivery", **env),
+               processes.start_beat("beat", **env)]
+    yield started
+    for process in reversed(started):
+        process.stop()
+
+
+def score(games, value, nth=0):
+    fixture = Fixture.objects.filter(games=games).order_by("starts_at", "id")[nth]
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: value})
+
+
+def delivered(destination, seq) -> bool:
+    return DeliveryState.objects.filter(destination=destination, sent_seq__gte=seq).exists()
+
+
+def calendar_seq(games) -> int:
+    return FeedDocument.objects.get(doc_key=f"{games.code}/calendar").seq
+
+
+def test_a_hanging_destination_slows_nobody_else(small_games, subscribe, silent_host, pipeline):
+    hanging = subscribe(small_games, webhook_settings(f"http://127.0.0.1:{silent_host.port}/x", send_timeout=30))
+    healthy = [subscribe(small_games, redis_destination_settings()) for _ in range(3)]
+    wait_until(lambda: all(delivered(d, calendar_seq(small_games)) for d in healthy), 10, message="first sends")
+
+    seq_before = calendar_seq(small_games)
+    score(small_games, 99)
+    new_seq = wait_until(lambda: calendar_seq(small_games) > seq_before and calendar_seq(small_games), 10)
+    built_at = time.monotonic()
+    wait_until(lambda: all(delivered(d, new_seq) for d in healthy), 5, message="healthy destinations served")
+
+    assert time.monotonic() - built_at < 2.0
+    assert not delivered(hanging, new_seq)
+    assert DeliveryAttempt.objects.filter(destination=hanging, ok=None).exists(), "the hanging send is still stuck"
+
+
+def test_two_worker_processes_never_send_for_one_destination_at_once(small_games, subscribe, slow_receiver,
+                                                                     pipeline):
+    second = processes.start_delivery_worker("delivery-2", OMNIUM_DELIVERY_LEASE_MARGIN_S=5)
+    try:
+        destination = subscribe(small_games, webhook_settings(slow_receiver.url("one")),
+                                feed_types=("calendar", "results", "entries", "participants", "medals"))
+        from omnium.delivery.queues import kick
+
+        for _ in range(40):  # a storm of kicks, to both workers
+            kick(destination.pk)
+        for value in range(3):
+            score(small_games, value + 1, nth=value)
+        wait_until(lambda: not DeliveryState.objects.filter(destination=destination, sent_seq=0).exists()
+                   and DeliveryAttempt.objects.filter(destination=destination, ok=True).count() >= 5, 20)
+    finally:
+        second.stop()
+    assert slow_receiver.max_in_flight["/one"] == 1
+
+
+def test_a_worker_killed_mid_send_loses_nothing_and_the_proof_is_recorded_once(small_games, subscribe,
+                                                                               slow_receiver, pipeline):
+    builds, delivery, beat = pipeline
+    slow_receiver.hold_s = 2.0
+    destination = subscribe(small_games, webhook_settings(slow_receiver.url("kill"), send_timeout=5))
+    wait_until(lambda: slow_receiver.received, 10, message="a send in progress")
+
+    delivery.kill()  # mid-send: the receiver is still holding the request
+    replacement = processes.start_delivery_worker("delivery-after-kill", OMNIUM_DELIVERY_LEASE_MARGIN_S=5)
+    try:
+        wait_until(lambda: delivered(destination, calendar_seq(small_games)), 30, message="delivered after the crash")
+    finally:
+        replacement.stop()
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.sent_seq == calendar_seq(small_games)
+    assert DeliveryAttempt.objects.filter(destination=destination, ok=True).count() == 1
+
+
+def test_a_redis_restart_loses_no_owed_delivery(small_games, subscribe, clean_redis):
+    destination = subscribe(small_games, redis_destination_settings())  # owed, kicked; nobody listening
+    clean_redis.flushdb()  # the broker's queues and every kick are gone, as after a restart
+    env = {"OMNIUM_SWEEP_INTERVAL_S": 0.5}
+    started = [processes.start_delivery_worker("delivery-after-flush", **env), processes.start_beat("beat-flush", **env)]
+    try:
+        wait_until(lambda: delivered(destination, calendar_seq(small_games)), 15, message="delivered by the sweeper")
+    finally:
+        for process in started:
+            process.stop()
+
+
+def test_one_worker_host_sends_to_32_destinations_in_parallel(small_games, subscribe, slow_receiver, pipeline):
+    slow_receiver.hold_s = 2.0
+    started = time.monotonic()
+    destinations = [subscribe(small_games, webhook_settings(slow_receiver.url(f"d{n}"))) for n in range(32)]
+
+    wait_until(lambda: all(delivered(d, calendar_seq(small_games)) for d in destinations), 20,
+               message="32 destinations served")
+
+    assert time.monotonic() - started < 10, "32 sends of 2 s each ran one after another"

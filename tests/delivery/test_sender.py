@@ -1,0 +1,88 @@
+"""The sender in-process: coalescing, forward-only proof, the event filter, refusals."""
+
+import gzip
+
+import redis
+
+from omnium.delivery import lease, sender
+from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.feeds.builder import build_file
+from omnium.feeds.models import FeedDocument
+from omnium.games import workflow
+from omnium.games.generator import Generator
+from omnium.games.models import Fixture
+from tests.delivery.conftest import redis_destination_settings, webhook_settings
+from tests.transports.kits import REDIS_TEST_URL
+
+
+def change_and_rebuild(games, score) -> int:
+    fixture = Fixture.objects.filter(games=games).order_by("starts_at", "id").first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: score})
+    return build_file(f"{games.code}/calendar").seq
+
+
+def test_a_file_arrives_byte_identical_with_its_proof(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
+
+    assert sender.drain(destination.pk) == sender.DRAINED
+
+    assert receiver.received(f"{small_games.code}/calendar.json") == bytes(document.body)
+    state = DeliveryState.objects.get(destination=destination)
+    assert (state.sent_seq, bytes(state.sent_hash), state.sent_bytes) == (
+        document.seq, bytes(document.content_hash), document.size)
+    assert state.receipt.startswith("200 ") and state.age_ms is not None and state.sent_at is not None
+    attempt = DeliveryAttempt.objects.get(destination=destination)
+    assert (attempt.ok, attempt.seq, attempt.bytes) == (True, document.seq, document.size)
+
+
+def test_only_the_newest_of_two_owed_versions_is_sent(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    sender.drain(destination.pk)
+    receiver.deliveries.clear()
+    busy = lease.acquire(destination.pk, destination.send_timeout_s)  # another sender is "sending"
+
+    v812 = change_and_rebuild(small_games, 812)
+    v813 = change_and_rebuild(small_games, 813)
+    assert sender.drain(destination.pk) == sender.BUSY
+    lease.release(destination.pk, busy)
+    assert sender.drain(destination.pk) == sender.DRAINED
+
+    sent = [a.seq for a in DeliveryAttempt.objects.filter(destination=destination, seq__gt=v812 - 1)]
+    assert sent == [v813]
+    assert len(receiver.deliveries) == 1 and b'"score":"813"' in receiver.deliveries[0].body
+
+
+def test_sent_seq_never_moves_backwards(small_games, subscribe):
+    destination = subscribe(small_games, redis_destination_settings())
+    sender.drain(destination.pk)
+    state = DeliveryState.objects.get(destination=destination)
+    owed = sender.OwedFile(state.pk, state.subscription_id, state.doc_key)
+    stale = FeedDocument(seq=state.sent_seq - 1, content_hash=b"x" * 32, changed_at=state.sent_at)
+
+    sender._record_proof(owed, stale, type("R", (), {"body": b"old"})(), type("Rc", (), {"text": "old"})(), "p")
+
+    assert DeliveryState.objects.get(pk=state.pk).sent_seq == state.sent_seq
+
+
+def test_a_games_files_never_reach_a_subscriber_of_another_games(small_games, subscribe):
+    other = Generator("small", seed=8).run()
+    build_file(f"{other.code}/calendar")
+    destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "country"))
+
+    change_and_rebuild(other, 5)
+
+    keys = set(DeliveryState.objects.filter(destination=destination).values_list("doc_key", flat=True))
+    assert keys and all(key.startswith(f"{small_games.code}/") for key in keys)
+
+
+def test_the_redis_destination_stores_the_gzip_body_write_if_newer(small_games, subscribe):
+    settings = redis_destination_settings()
+    destination = subscribe(small_games, settings)
+    sender.drain(destination.pk)
+    document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
+
+    stored = redis.Redis.from_url(REDIS_TEST_URL).hgetall(f"{settings[1]['key_prefix']}{small_games.code}/calendar.json")
+
+    assert int(stored[b"v"]) == document.seq
+    assert gzip.decompress(stored[b"gz"]) == bytes(document.body)

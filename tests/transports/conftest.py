@@ -1,0 +1,106 @@
+"""Fixtures: real servers on loopback (started once per session), misbehaving hosts, and
+one kit per transport kind for the contract tests."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from . import hosts, servers
+from .kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
+
+KINDS = ["s3", "sftp", "ftp", "webhook", "redis"]
+
+
+def _serve(start, tmp_path_factory, name, **options):
+    server = start(tmp_path_factory.mktemp(name), **options)
+    yield server
+    server.process.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    yield from _serve(servers.start_s3, tmp_path_factory, "s3")
+
+
+@pytest.fixture(scope="session")
+def sftp_server(tmp_path_factory):
+    yield from _serve(servers.start_sshd, tmp_path_factory, "sftp")
+
+
+@pytest.fixture(scope="session")
+def ftp_server(tmp_path_factory):
+    yield from _serve(servers.start_ftpd, tmp_path_factory, "ftp")
+
+
+@pytest.fixture(scope="session")
+def ftps_server(tmp_path_factory):
+    yield from _serve(servers.start_ftpd, tmp_path_factory, "ftps", tls=True)
+
+
+@pytest.fixture(scope="session")
+def webhook_receiver():
+    receiver = hosts.WebhookReceiver(WEBHOOK_SECRET).start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_db():
+    """Redis db 14 on the local server, emptied before and after the session."""
+    client = redis.Redis.from_url(REDIS_TEST_URL)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def silent_host():
+    host = hosts.SilentHost()
+    yield host
+    host.stop()
+
+
+@pytest.fixture
+def trickling_host():
+    host = hosts.TricklingHost()
+    yield host
+    host.stop()
+
+
+@pytest.fixture
+def s3_kit(s3_server):
+    yield from _kit(S3Kit(s3_server))
+
+
+@pytest.fixture
+def sftp_kit(sftp_server):
+    yield from _kit(SFTPKit(sftp_server))
+
+
+@pytest.fixture
+def ftp_kit(ftp_server):
+    yield from _kit(FTPKit(ftp_server))
+
+
+@pytest.fixture
+def webhook_kit(webhook_receiver):
+    webhook_receiver.replies.clear()
+    yield from _kit(WebhookKit(webhook_receiver))
+
+
+@pytest.fixture
+def redis_kit(redis_db):
+    yield from _kit(RedisKit())
+
+
+def _kit(kit):
+    yield kit
+    kit.close()
+
+
+@pytest.fixture(params=KINDS)
+def kit(request):
+    """Each transport kind in turn, wired to its real server."""
+    return request.getfixturevalue(f"{request.param}_kit")

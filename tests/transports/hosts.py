@@ -1,0 +1,131 @@
+"""In-process hosts for the transport tests: a webhook receiver that checks signatures,
+and hosts that accept connections and then misbehave (silent, trickling)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from omnium.delivery.transports.webhook import verify_signature
+
+from .servers import LOOPBACK
+
+# --- webhook receiver ---------------------------------------------------------------------
+
+
+@dataclass
+class Delivery:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    verified: bool
+
+
+@dataclass
+class WebhookReceiver:
+    """Records every POST, checks its signature with ``verify_signature`` (401 when it
+    fails), and answers with ``replies`` in order, then 200."""
+
+    secret: str
+    deliveries: list[Delivery] = field(default_factory=list)
+    replies: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+
+    def start(self) -> WebhookReceiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                headers = dict(self.headers.items())
+                verified = verify_signature(receiver.secret, headers, body)
+                receiver.deliveries.append(Delivery(self.path, headers, body, verified))
+                status, extra = receiver.replies.pop(0) if receiver.replies else (200, {})
+                self._answer(status if verified else 401, extra)
+
+            def _answer(self, status: int, extra: dict[str, str]) -> None:
+                reply = f"received {status}".encode()
+                self.send_response(status)
+                for name, value in {**extra, "content-length": str(len(reply))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self.http.daemon_threads = True
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.http.server_address[1]}/feeds"
+
+    def received(self, path: str) -> bytes | None:
+        """The body of the last verified delivery of feed file ``path``."""
+        for delivery in reversed(self.deliveries):
+            if delivery.verified and delivery.headers.get("omnium-path") == path:
+                return delivery.body
+        return None
+
+    def stop(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+# --- hosts that misbehave -----------------------------------------------------------------
+
+
+class MisbehavingHost:
+    """Accepts TCP connections on loopback and hands each to ``serve`` in a thread."""
+
+    def __init__(self):
+        self._listener = socket.create_server((LOOPBACK, 0))
+        self.port = self._listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self._connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self._connections.append(conn)
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self._listener.close()
+        for conn in self._connections:
+            conn.close()
+
+
+class SilentHost(MisbehavingHost):
+    """Accepts and never says a word (nor reads)."""
+
+    def serve(self, conn: socket.socket) -> None:
+        self.stopped.wait()
+
+
+class TricklingHost(MisbehavingHost):
+    """Accepts and sends one byte a second of a line that never ends: every single read
+    succeeds, so no per-read timeout ever fires."""
+
+    def serve(self, conn: socket.socket) -> None:
+        pattern = b"220-omnium trickle "
+        sent = 0
+        while not self.stopped.is_set():
+            try:
+                conn.sendall(pattern[sent % len(pattern) :][:1])
+            except OSError:
+                return
+            sent += 1
+            self.stopped.wait(1.0)

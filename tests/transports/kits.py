@@ -1,0 +1,253 @@
+"""One kit per transport kind: how to build it against its real test server, how to spoil
+its credentials, how to aim it at a misbehaving host, and how to read a file back from the
+server without going through the transport."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import re
+import time
+import uuid
+
+import boto3
+import redis as redis_client
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from omnium.delivery.transports.base import Transport
+from omnium.delivery.transports.registry import TRANSPORTS
+
+from .hosts import WebhookReceiver
+from .servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
+
+WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+REDIS_TEST_URL = f"redis://{LOOPBACK}:6379/14"  # db 14 is ours to flush
+_versions = itertools.count(int(time.time() * 1000))
+
+
+def next_version() -> int:
+    """A version newer than any sent before in this test run."""
+    return next(_versions)
+
+
+def feed_path(name: str = "medals.json") -> str:
+    return f"games/{uuid.uuid4().hex[:12]}/{name}"
+
+
+class Kit:
+    kind = ""
+
+    def __init__(self):
+        self._made: list[Transport] = []
+
+    def transport(self, *, credentials: dict | None = None, **config) -> Transport:
+        made = TRANSPORTS[self.kind]({**self.config(), **config}, credentials or self.credentials())
+        self._made.append(made)
+        return made
+
+    def send(self, transport: Transport, body: bytes, path: str, version: int | None = None):
+        version = version or next_version()
+        etag = hashlib.sha256(body).hexdigest()[:16]
+        return transport.send(body, path, content_type="application/json", version=version, etag=etag)
+
+    def close(self) -> None:
+        for made in self._made:
+            made.close()
+
+    # Each kind fills these in.
+    def config(self) -> dict:
+        raise NotImplementedError
+
+    def credentials(self) -> dict:
+        raise NotImplementedError
+
+    def bad_credentials(self) -> dict:
+        raise NotImplementedError
+
+    def aimed_at(self, port: int) -> dict:
+        """Config that sends to ``port`` on loopback instead of the real server."""
+        raise NotImplementedError
+
+    def read_back(self, path: str) -> bytes | None:
+        """The bytes the server holds for feed file ``path``, None if it holds none."""
+        raise NotImplementedError
+
+    def receipt_pattern(self, body: bytes, path: str) -> str:
+        raise NotImplementedError
+
+
+class S3Kit(Kit):
+    kind = "s3"
+    prefix = "omnium-tests"
+
+    def __init__(self, server: S3Server):
+        super().__init__()
+        self.server = server
+        self.reader = boto3.session.Session().client(
+            "s3",
+            endpoint_url=server.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id=server.access_key,
+            aws_secret_access_key=server.secret_key,
+        )
+
+    def config(self):
+        return {
+            "endpoint_url": self.server.endpoint_url,
+            "bucket": self.server.bucket,
+            "prefix": self.prefix,
+            "addressing_style": "path",
+        }
+
+    def credentials(self):
+        return {"access_key": self.server.access_key, "secret_key": self.server.secret_key}
+
+    def bad_credentials(self):
+        return {"access_key": self.server.access_key, "secret_key": "not-the-secret"}
+
+    def aimed_at(self, port):
+        return {"endpoint_url": f"http://{LOOPBACK}:{port}"}
+
+    def read_back(self, path):
+        try:
+            reply = self.reader.get_object(Bucket=self.server.bucket, Key=f"{self.prefix}/{path}")
+        except self.reader.exceptions.NoSuchKey:
+            return None
+        return reply["Body"].read()
+
+    def receipt_pattern(self, body, path):
+        return rf"etag={hashlib.md5(body).hexdigest()}( \S+)*"
+
+    def close(self):
+        super().close()
+        self.reader.close()
+
+
+class SFTPKit(Kit):
+    kind = "sftp"
+
+    def __init__(self, server: SSHServer):
+        super().__init__()
+        self.server = server
+
+    def config(self):
+        return {
+            "host": LOOPBACK,
+            "port": self.server.port,
+            "username": self.server.username,
+            "host_key": self.server.host_key,
+            "directory": str(self.server.root),
+        }
+
+    def credentials(self):
+        return {"private_key": self.server.client_key}
+
+    def bad_credentials(self):
+        return {"private_key": openssh_private_key(ed25519.Ed25519PrivateKey.generate())}
+
+    def aimed_at(self, port):
+        return {"port": port}
+
+    def read_back(self, path):
+        return _read_file(self.server.root / path)
+
+    def receipt_pattern(self, body, path):
+        return rf"size={len(body)} path={re.escape(str(self.server.root / path))}"
+
+
+class FTPKit(Kit):
+    kind = "ftp"
+
+    def __init__(self, server: FTPServer):
+        super().__init__()
+        self.server = server
+
+    def config(self):
+        return {
+            "host": LOOPBACK,
+            "port": self.server.port,
+            "username": self.server.username,
+            "directory": "/",
+        }
+
+    def credentials(self):
+        return {"password": self.server.password}
+
+    def bad_credentials(self):
+        return {"password": "not-the-password"}
+
+    def aimed_at(self, port):
+        return {"port": port}
+
+    def read_back(self, path):
+        return _read_file(self.server.root / path)
+
+    def receipt_pattern(self, body, path):
+        return rf"size={len(body)} path=/{re.escape(path)}"
+
+
+class WebhookKit(Kit):
+    kind = "webhook"
+
+    def __init__(self, receiver: WebhookReceiver):
+        super().__init__()
+        self.receiver = receiver
+
+    def config(self):
+        return {"url": self.receiver.url}
+
+    def credentials(self):
+        return {"secret": WEBHOOK_SECRET}
+
+    def bad_credentials(self):
+        return {"secret": "whsec_" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB"}
+
+    def aimed_at(self, port):
+        return {"url": f"http://{LOOPBACK}:{port}/feeds"}
+
+    def read_back(self, path):
+        return self.receiver.received(path)
+
+    def receipt_pattern(self, body, path):
+        return r"200 sha256:[0-9a-f]{64}"
+
+
+class RedisKit(Kit):
+    kind = "redis"
+    key_prefix = "omnium-test:"
+
+    def __init__(self):
+        super().__init__()
+        self.reader = redis_client.Redis.from_url(REDIS_TEST_URL)
+
+    def config(self):
+        return {"url": REDIS_TEST_URL, "key_prefix": self.key_prefix}
+
+    def credentials(self):
+        return {}
+
+    def bad_credentials(self):
+        # AUTH as a user that does not exist: refused without adding users to the server.
+        return {"username": "omnium-nobody", "password": "not-the-password"}
+
+    def aimed_at(self, port):
+        return {"url": f"redis://{LOOPBACK}:{port}/14"}
+
+    def read_back(self, path):
+        packed = self.reader.hget(self.key_prefix + path, "gz")
+        return gzip.decompress(packed) if packed is not None else None
+
+    def receipt_pattern(self, body, path):
+        return r"stored v=\d+"
+
+    def close(self):
+        super().close()
+        self.reader.close()
+
+
+def _read_file(path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,353 @@
+"""Real servers on loopback for the transport tests, each started on free ports.
+
+S3 is SeaweedFS (`weed mini`), SFTP is OpenSSH's sshd, FTP is pyftpdlib; all run as separate
+processes installed by scripts/test-servers/install.sh. (The webhook receiver and the
+misbehaving hosts are threads in the test process: see hosts.py.)
+"""
+
+from __future__ import annotations
+
+import getpass
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import botocore.config
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from cryptography.x509.oid import NameOID
+
+LOOPBACK = "127.0.0.1"
+INSTALL_HINT = "run scripts/test-servers/install.sh first"
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def free_ports(count: int) -> list[int]:
+    # Held open together so the kernel cannot hand out the same port twice.
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind((LOOPBACK, 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def find_program(name: str, *places: Path) -> str:
+    for place in places:
+        if (place / name).exists():
+            return str(place / name)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"{name} is not installed: {INSTALL_HINT}")
+    return found
+
+
+class ServerProcess:
+    """A server subprocess with its output in a log file, stopped on ``stop()``."""
+
+    def __init__(self, name: str, argv: list[str], workdir: Path):
+        self.name = name
+        self.log_path = workdir / f"{name}.log"
+        with open(self.log_path, "wb") as log:
+            self.popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def wait_until(self, ready, timeout: float = 20) -> None:
+        """Poll ``ready()`` until it returns True; fail with the log if the server died."""
+        ends = time.monotonic() + timeout
+        while time.monotonic() < ends:
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.name} exited {self.popen.returncode}:\n{self.log_tail()}")
+            try:
+                if ready():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name} not ready after {timeout} s:\n{self.log_tail()}")
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def greets_with(port: int, prefix: bytes) -> bool:
+    with socket.create_connection((LOOPBACK, port), timeout=2) as sock:
+        return sock.recv(64).startswith(prefix)
+
+
+# --- S3: SeaweedFS -------------------------------------------------------------------------
+
+
+@dataclass
+class S3Server:
+    endpoint_url: str
+    bucket: str
+    access_key: str
+    secret_key: str
+    process: ServerProcess
+
+
+def start_s3(workdir: Path) -> S3Server:
+    weed = find_program("weed", VENV_BIN)
+    access_key, secret_key, bucket = "omnium-test", "omnium-test-secret-0123456789", "feeds"
+    identities = {
+        "identities": [
+            {
+                "name": "omnium",
+                "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            }
+        ]
+    }
+    (workdir / "s3.json").write_text(json.dumps(identities))
+    ports = dict(zip(WEED_PORTS, free_ports(len(WEED_PORTS)), strict=True))
+    process = ServerProcess("seaweedfs", _weed_argv(weed, workdir, ports, bucket), workdir)
+    server = S3Server(f"http://{LOOPBACK}:{ports['s3.port']}", bucket, access_key, secret_key, process)
+    process.wait_until(lambda: _bucket_ready(server), timeout=30)
+    return server
+
+
+# Every port `weed mini` would otherwise take at a fixed default number.
+WEED_PORTS = [
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port",
+    "s3.port.grpc",
+    "admin.port",
+    "admin.port.grpc",
+    "debug.port",
+]
+
+
+def _weed_argv(weed: str, workdir: Path, ports: dict[str, int], bucket: str) -> list[str]:
+    argv = [weed, "mini", f"-dir={workdir / 'data'}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}"]
+    argv += [f"-{name}={port}" for name, port in ports.items()]
+    return argv + [
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-webdav=false",
+        "-admin.ui=false",
+        "-master.telemetry=false",  # it would report to the internet otherwise
+        "-master.volumeSizeLimitMB=64",
+        "-s3.autoCreateBucket=false",  # a missing bucket must stay missing (a permanent error)
+        f"-s3.config={workdir / 's3.json'}",
+        f"-s3.localSocket={workdir / 's3.sock'}",  # the defaults are left behind in /tmp
+        f"-filer.localSocket={workdir / 'filer.sock'}",
+        f"-bucket={bucket}",
+    ]
+
+
+def _bucket_ready(server: S3Server) -> bool:
+    client = boto3.session.Session().client(
+        "s3",
+        endpoint_url=server.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id=server.access_key,
+        aws_secret_access_key=server.secret_key,
+        config=botocore.config.Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}),
+    )
+    try:
+        client.head_bucket(Bucket=server.bucket)
+        return True
+    except Exception:  # noqa: BLE001 - not up yet, whatever the reason
+        return False
+    finally:
+        client.close()
+
+
+# --- SFTP: OpenSSH sshd -----------------------------------------------------------------
+
+
+@dataclass
+class SSHServer:
+    port: int
+    username: str
+    host_key: str  # "ssh-ed25519 AAAA..." as a destination pins it
+    client_key: str  # the private key (OpenSSH PEM) the test user logs in with
+    root: Path  # the folder uploads go to
+    process: ServerProcess
+
+    def session_pids(self) -> list[int]:
+        """The sshd processes serving open connections (children of the listener)."""
+        return _descendants(self.process.pid)
+
+
+def openssh_private_key(key) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    ).decode()
+
+
+def openssh_public_key(key) -> str:
+    return (
+        key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
+
+
+def other_host_keys() -> dict[str, str]:
+    """Keys the test server does not hold: one of its own type (a changed key) and one of
+    a type it does not offer (an unknown key)."""
+    return {
+        "changed": openssh_public_key(ed25519.Ed25519PrivateKey.generate()),
+        "unknown": openssh_public_key(rsa.generate_private_key(public_exponent=65537, key_size=2048)),
+    }
+
+
+def start_sshd(workdir: Path) -> SSHServer:
+    sshd = find_program("sshd", Path("/usr/sbin"))
+    host_key, client_key = ed25519.Ed25519PrivateKey.generate(), ed25519.Ed25519PrivateKey.generate()
+    _write_secret(workdir / "host_key", openssh_private_key(host_key))
+    _write_secret(workdir / "authorized_keys", openssh_public_key(client_key) + "\n")
+    root = workdir / "uploads"
+    root.mkdir()
+    port, username = free_port(), getpass.getuser()
+    (workdir / "sshd_config").write_text(_sshd_config(workdir, port, username))
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation dir
+    process = ServerProcess("sshd", [sshd, "-D", "-e", "-f", str(workdir / "sshd_config")], workdir)
+    process.wait_until(lambda: greets_with(port, b"SSH-2.0-"))
+    return SSHServer(
+        port, username, openssh_public_key(host_key), openssh_private_key(client_key), root, process
+    )
+
+
+def _sshd_config(workdir: Path, port: int, username: str) -> str:
+    return f"""
+Port {port}
+ListenAddress {LOOPBACK}
+HostKey {workdir / "host_key"}
+PidFile none
+AuthorizedKeysFile {workdir / "authorized_keys"}
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+AllowUsers {username}
+Subsystem sftp internal-sftp
+ForceCommand internal-sftp
+LoginGraceTime 20
+MaxStartups 50
+LogLevel INFO
+"""
+
+
+def _write_secret(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o600)
+
+
+def _descendants(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        children += [int(child) for child in text]
+    return [grandchild for child in children for grandchild in [child, *_descendants(child)]]
+
+
+def freeze(pids: list[int]) -> None:
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+
+
+def thaw(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+# --- FTP: pyftpdlib -----------------------------------------------------------------------
+
+
+@dataclass
+class FTPServer:
+    port: int
+    username: str
+    password: str
+    root: Path
+    process: ServerProcess
+    ca_cert: str | None = None  # set when the server speaks FTPS
+
+
+def start_ftpd(workdir: Path, *, tls: bool = False) -> FTPServer:
+    python = find_program("python", VENV_BIN)
+    root = workdir / "uploads"
+    root.mkdir()
+    port, username, password = free_port(), "omnium", "omnium-ftp-secret"
+    argv = [python, "-m", "pyftpdlib", "-i", LOOPBACK, "-p", str(port), "-w", "-d", str(root)]
+    argv += ["-u", username, "-P", password]
+    ca_cert = None
+    if tls:
+        ca_cert = _write_self_signed(workdir)
+        argv += ["--tls", "--keyfile", str(workdir / "tls.key"), "--certfile", str(workdir / "tls.crt")]
+    process = ServerProcess("ftpd-tls" if tls else "ftpd", argv, workdir)
+    process.wait_until(lambda: greets_with(port, b"220"))
+    return FTPServer(port, username, password, root, process, ca_cert)
+
+
+def _write_self_signed(workdir: Path) -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "omnium test ftps")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(LOOPBACK))]), critical=False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+    (workdir / "tls.crt").write_text(pem)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    _write_secret(workdir / "tls.key", key_pem.decode())
+    return pem

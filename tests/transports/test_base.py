@@ -1,0 +1,144 @@
+"""The shared pieces: config validation, safe paths, the deadline, the registry."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from omnium.delivery.transports.base import (
+    Deadline,
+    Setting,
+    Transport,
+    TransportError,
+    join_remote,
+    validate,
+)
+from omnium.delivery.transports.registry import TRANSPORTS, choices
+
+from .hosts import SilentHost
+from .servers import LOOPBACK
+
+SCHEMA = {
+    "host": Setting(str, required=True),
+    "port": Setting(int, default=22, minimum=1, maximum=65535),
+    "timeout": Setting(float, minimum=0.1),
+    "tls": Setting(bool),
+    "style": Setting(str, choices=("path", "virtual")),
+    "url": Setting(str, check=lambda v: None if v.startswith("https://") else "must start with https://"),
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        ({}, "host is required"),
+        ({"host": ""}, "host is required"),
+        ({"host": "h", "port": 0}, "port must be an integer between 1 and 65535"),
+        ({"host": "h", "port": "22"}, "port must be an integer between 1 and 65535"),
+        ({"host": "h", "port": True}, "port must be an integer between 1 and 65535"),
+        ({"host": "h", "timeout": 0}, "timeout must be a number of at least 0.1"),
+        ({"host": "h", "tls": "yes"}, "tls must be true or false"),
+        ({"host": "h", "style": "dns"}, "style must be one of: path, virtual"),
+        ({"host": "h", "url": "http://x"}, "url must start with https://"),
+        ({"host": "h", "colour": "red"}, "unknown setting 'colour'"),
+    ],
+)
+def test_validator_names_each_problem(config, problem):
+    assert validate(SCHEMA, config) == [problem]
+
+
+def test_valid_config_has_no_problems():
+    assert validate(SCHEMA, {"host": "h", "port": 2222, "timeout": 1, "tls": True}) == []
+
+
+def test_transport_refuses_an_invalid_config_permanently():
+    with pytest.raises(TransportError, match="bucket is required") as failure:
+        TRANSPORTS["s3"]({"region": "eu-west-1"}, {"access_key": "a", "secret_key": "b"})
+
+    assert failure.value.permanent
+
+
+@pytest.mark.parametrize("path", ["", "/etc/passwd", "../up.json", "a//b.json", "a/./b.json", "a\r\nDELE x"])
+def test_unsafe_feed_paths_are_refused(path):
+    with pytest.raises(TransportError) as failure:
+        join_remote("feeds", path)
+
+    assert failure.value.permanent
+
+
+def test_feed_path_goes_below_the_base():
+    assert join_remote("/srv/feeds", "games/medals.json") == "/srv/feeds/games/medals.json"
+    assert join_remote("", "medals.json") == "medals.json"
+
+
+def test_deadline_cuts_a_blocked_read():
+    host = SilentHost()
+    started = time.monotonic()
+    try:
+        with pytest.raises(TransportError, match="deadline exceeded after 0.5 s"):
+            with Deadline(0.5):
+                sock = socket.create_connection((LOOPBACK, host.port))
+                sock.settimeout(30)  # a library's read timeout, far too long
+                assert sock.recv(1) == b""  # woken by the cut, not by the timeout
+                raise ConnectionError("peer closed")
+    finally:
+        host.stop()
+    assert time.monotonic() - started < 1.5
+
+
+def test_no_new_socket_after_the_deadline():
+    with pytest.raises(TransportError, match="deadline exceeded"):
+        with Deadline(0.05):
+            time.sleep(0.1)
+            socket.socket()
+
+
+def test_unexpected_error_becomes_transient():
+    class Broken(Transport):
+        kind = "broken"
+
+        def push(self, file, deadline):
+            raise KeyError("surprise")
+
+    with pytest.raises(TransportError, match="KeyError") as failure:
+        Broken({}, {}).send(b"", "a.json", content_type="text/plain", version=1, etag="e")
+
+    assert not failure.value.permanent
+
+
+def test_cut_stops_a_send_in_progress_from_another_thread():
+    host = SilentHost()
+
+    class Waiting(Transport):
+        kind = "waiting"
+
+        def push(self, file, deadline):
+            sock = socket.create_connection((LOOPBACK, host.port))
+            sock.settimeout(30)
+            sock.recv(1)
+            raise ConnectionError("peer closed")
+
+    transport = Waiting({}, {})
+    threading.Timer(0.3, transport.cut).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(TransportError) as failure:
+            transport.send(b"", "a.json", content_type="text/plain", version=1, etag="e")
+    finally:
+        host.stop()
+
+    assert not failure.value.permanent
+    assert time.monotonic() - started < 1.5
+
+
+def test_registry_holds_every_transport_under_its_kind():
+    for kind, transport in TRANSPORTS.items():
+        assert issubclass(transport, Transport)
+        assert transport.kind == kind
+        assert {"connect_timeout", "send_timeout"} <= set(transport.config_schema)
+
+    assert [kind for kind, _ in choices()] == ["s3", "sftp", "ftp", "webhook", "redis"]
+    assert all(label for _, label in choices())

@@ -1,0 +1,89 @@
+"""SFTP beyond the contract: the pinned host key, and a server frozen mid-upload."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from omnium.delivery.transports import TransportError
+
+from .kits import feed_path
+from .servers import freeze, other_host_keys, thaw
+
+SEND_TIMEOUT = 3.0
+SLACK = 2.0
+
+
+@pytest.mark.parametrize("pinned", ["changed", "unknown"])
+def test_host_key_we_did_not_pin_is_permanent(sftp_kit, pinned):
+    transport = sftp_kit.transport(host_key=other_host_keys()[pinned])
+
+    with pytest.raises(TransportError, match=f"host key .* {pinned}") as failure:
+        sftp_kit.send(transport, b"{}", feed_path())
+
+    assert failure.value.permanent
+    assert "changed" in str(failure.value) or "unknown" in str(failure.value)
+
+
+def test_password_the_server_refuses_is_permanent(sftp_kit):
+    transport = sftp_kit.transport(credentials={"password": "not-the-password"})
+
+    with pytest.raises(TransportError) as failure:
+        sftp_kit.send(transport, b"{}", feed_path())
+
+    assert failure.value.permanent
+
+
+def test_upload_leaves_only_the_final_file(sftp_kit, sftp_server):
+    path = feed_path()
+
+    sftp_kit.send(sftp_kit.transport(), b'{"ok": true}', path)
+
+    folder = (sftp_server.root / path).parent
+    assert [entry.name for entry in folder.iterdir()] == ["medals.json"]
+
+
+def test_server_frozen_mid_upload_fails_within_deadline(sftp_kit, sftp_server):
+    transport, path = sftp_kit.transport(send_timeout=SEND_TIMEOUT), feed_path()
+    body = os.urandom(20_000_000)
+    outcome = {}
+    sender = threading.Thread(target=_send_and_time, args=(sftp_kit, transport, body, path, outcome))
+
+    sender.start()
+    temporary = _wait_for_temporary_file(sftp_server.root / path)
+    frozen = sftp_server.session_pids()
+    freeze(frozen)
+    try:
+        uploaded = temporary.stat().st_size
+        sender.join(SEND_TIMEOUT + SLACK + 5)
+    finally:
+        thaw(frozen)
+
+    assert 0 < uploaded < len(body), "the server must be frozen mid-upload"
+    assert isinstance(outcome.get("error"), TransportError), outcome
+    assert not outcome["error"].permanent
+    assert "deadline exceeded" in str(outcome["error"])
+    assert outcome["elapsed"] < SEND_TIMEOUT + SLACK
+    assert not (sftp_server.root / path).exists(), "no partial file under the final name"
+
+
+def _send_and_time(kit, transport, body, path, outcome) -> None:
+    started = time.monotonic()
+    try:
+        kit.send(transport, body, path)
+    except TransportError as error:
+        outcome["error"] = error
+    outcome["elapsed"] = time.monotonic() - started
+
+
+def _wait_for_temporary_file(final):
+    ends = time.monotonic() + 10
+    while time.monotonic() < ends:
+        growing = [p for p in final.parent.glob(f".{final.name}.*.tmp") if p.stat().st_size > 0]
+        if growing:
+            return growing[0]
+        time.sleep(0.002)
+    raise AssertionError("the upload never started")
