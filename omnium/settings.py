@@ -54,6 +54,8 @@ INSTALLED_APPS = [
     "omnium.feeds",
     "omnium.clients",
     "omnium.delivery",
+    "drf_spectacular",
+    "omnium.pullapi",
 ]
 
 MIDDLEWARE = [
@@ -197,3 +199,45 @@ if not OMNIUM_CREDENTIAL_KEYS:
 if OMNIUM["BUILD_MAX_WAIT_S"] < OMNIUM["BUILD_QUIET_S"]:
     raise ImproperlyConfigured("OMNIUM_BUILD_MAX_WAIT_S must be at least OMNIUM_BUILD_QUIET_S")
 
+
+# --- Pull API -------------------------------------------------------------------------------
+# The pull API reads only memory and Redis on its hot path (ARCHITECTURE rule 11, issue 5).
+OMNIUM.update({
+    # The Redis that holds the pull cache (filled by the Redis destinations) and carries the
+    # catalogue's change notices.
+    "PULL_REDIS_URL": env.str("OMNIUM_PULL_REDIS_URL", default=REDIS_URL),
+    # Files kept in each API process's memory, least recently used dropped first.
+    "PULL_MEMORY_MB": _positive_float("OMNIUM_PULL_MEMORY_MB", 256.0),
+    # PostgreSQL reads at once per process when Redis has no copy (the rest wait, single-flight).
+    "PULL_DATABASE_READS": env.int("OMNIUM_PULL_DATABASE_READS", default=4),
+    # Clients, keys and entitlements are re-read on every change notice, and at least this often.
+    "PULL_CATALOGUE_MAX_AGE_S": _positive_float("OMNIUM_PULL_CATALOGUE_MAX_AGE_S", 60.0),
+    # Listen for change notices in a thread (off in tests that drive the catalogue by hand).
+    "PULL_LISTEN_FOR_CHANGES": env.bool("OMNIUM_PULL_LISTEN_FOR_CHANGES", default=True),
+    # Requests per second per client, across all API processes.
+    "PULL_CLIENT_RATE": _positive_float("OMNIUM_PULL_CLIENT_RATE", 200.0),
+    # Failed key attempts per minute per source address before it is refused outright.
+    "PULL_FAILED_KEYS_PER_MINUTE": env.int("OMNIUM_PULL_FAILED_KEYS_PER_MINUTE", default=30),
+    # A file PostgreSQL does not have is remembered as missing this long (shields PostgreSQL).
+    "PULL_MISSING_TTL_S": _positive_float("OMNIUM_PULL_MISSING_TTL_S", 2.0),
+    # After a failed Redis call, serve from memory without asking Redis for this long.
+    "PULL_REDIS_RETRY_S": _positive_float("OMNIUM_PULL_REDIS_RETRY_S", 1.0),
+})
+if OMNIUM["PULL_DATABASE_READS"] < 1:
+    raise ImproperlyConfigured("OMNIUM_PULL_DATABASE_READS must be at least 1")
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "omnium.pullapi.problems.problem_response",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Omnium pull API",
+    "DESCRIPTION": "Feed files and public documents of a Games. Send your key as "
+                   "`Authorization: Bearer omk_…` or `X-Api-Key: omk_…`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+# Legacy clients may send their key in the address: no log line may carry it.
+LOGGING.setdefault("filters", {})["scrub_api_keys"] = {"()": "omnium.pullapi.log_scrubbing.ScrubApiKeys"}
+LOGGING["handlers"]["console"]["filters"] = ["scrub_api_keys"]

@@ -1,6 +1,11 @@
 from django.contrib import admin
 from django.urls import path
 
+from omnium.pullapi.urls import urlpatterns as pull_api
+
 urlpatterns = [
+    # The pull API (/getfeeds, /v1/…) first and not nested in an include: it takes thousands
+    # of requests a second, and each level of URL resolving costs every one of them.
+    *pull_api,
     path("admin/", admin.site.urls),
 ]

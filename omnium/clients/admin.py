@@ -84,3 +84,62 @@ class SubscriptionAdmin(admin.ModelAdmin):
     list_filter = ["transform", "active", "definition__feed_type", "definition__games"]
     search_fields = ["destination__name", "destination__client__name", "definition__feed_type"]
     list_select_related = ["destination__client", "definition__games"]
+
+
+# --- Pull API: keys and entitlements --------------------------------------------------------
+
+from django import forms  # noqa: E402
+
+from omnium.clients.models import ApiKey, Entitlement  # noqa: E402
+
+
+class ApiKeyForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["client", "name", "query_string_allowed"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are issued here and shown once, in the message after saving; never again."""
+
+    form = ApiKeyForm
+    list_display = ["lookup_id", "client", "name", "query_string_allowed", "created_at", "revoked_at", "revoked_by"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter), "query_string_allowed", "client"]
+    search_fields = ["lookup_id", "name", "client__name"]
+    list_select_related = ["client", "revoked_by"]
+    readonly_fields = ["lookup_id", "created_at", "revoked_at", "revoked_by"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, key=None):
+        if key is None:
+            return self.readonly_fields
+        return [*self.readonly_fields, "client"]
+
+    def save_model(self, request, key, form, change):
+        if change:
+            super().save_model(request, key, form, change)
+            return
+        issued, plain = ApiKey.issue(key.client, key.name, query_string_allowed=key.query_string_allowed)
+        key.pk, key.lookup_id, key.key_hash = issued.pk, issued.lookup_id, issued.key_hash
+        self.message_user(
+            request, f"New key for {key.client.name}: {plain} — copy it now, it will not be shown again.",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke the selected keys (effective within a second)")
+    def revoke(self, request, queryset):
+        keys = list(queryset.filter(revoked_at__isnull=True))
+        for key in keys:
+            key.revoke(by=request.user)
+        self.message_user(request, f"{len(keys)} key(s) revoked.", messages.SUCCESS)
+
+
+@admin.register(Entitlement)
+class EntitlementAdmin(admin.ModelAdmin):
+    list_display = ["client", "definition", "filter", "transform", "include_version", "include_result_marks",
+                    "active"]
+    list_filter = ["active", "transform", "definition__games", "definition__feed_type", "client"]
+    search_fields = ["client__name", "definition__feed_type", "filter"]
+    list_select_related = ["client", "definition__games"]
+    autocomplete_fields = ["definition"]

@@ -156,3 +156,89 @@ class Subscription(models.Model):
             raise ValidationError({"schedule_seconds": "Use 0 (only on change) or at least 10 seconds."})
         if self.filter and self.definition_id and not self.definition.per_noc:
             raise ValidationError({"filter": f"{self.definition} has one file per Games; leave the filter blank."})
+
+
+# --- Pull API: keys and entitlements --------------------------------------------------------
+
+
+class ApiKey(models.Model):
+    """A secret key a client sends to pull files. Kept only as a hash, shown once when issued.
+
+    A client may hold several active keys, so a new key can be rolled out before the old one
+    is revoked. A revoked key stops working on every API process within a second.
+    """
+
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, help_text="What the key is for, e.g. “production 2026”.")
+    lookup_id = models.CharField(max_length=16, unique=True, editable=False,
+                                 help_text="The public start of the key; the rest is secret.")
+    key_hash = models.CharField(max_length=64, editable=False)
+    query_string_allowed = models.BooleanField(
+        default=False,
+        help_text="Legacy clients only: accept the key as ?key= in the address (scrubbed from logs).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self):
+        return f"{self.lookup_id}… ({self.client.name}: {self.name})"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    @classmethod
+    def issue(cls, client: Client, name: str, **fields) -> tuple["ApiKey", str]:
+        """A new saved key and its plain text: the only time the plain text exists."""
+        from omnium.clients import keys
+
+        plain = keys.new_key()
+        key = cls.objects.create(client=client, name=name, lookup_id=keys.lookup_id(plain),
+                                 key_hash=keys.digest(plain), **fields)
+        return key, plain
+
+    def revoke(self, by=None) -> None:
+        if self.revoked_at is None:
+            self.revoked_at, self.revoked_by = timezone.now(), by
+            self.save(update_fields=["revoked_at", "revoked_by"])
+
+
+class Entitlement(models.Model):
+    """A feed a client may pull, and in which shape.
+
+    A blank filter entitles every file of the definition (every country of a per-country
+    feed); otherwise only that one. A client entitled to a feed also gets its split files
+    (the calendar's per-day and per-fixture files). A shape other than plain JSON as built is
+    rendered at publish time into the client's own Redis key (`ensure_pull_cache`).
+    """
+
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="entitlements")
+    definition = models.ForeignKey(FeedDefinition, on_delete=models.CASCADE, related_name="entitlements")
+    filter = models.CharField(max_length=30, blank=True,
+                              help_text="For a per-country feed: one NOC code, or blank for every country.")
+    transform = models.CharField(max_length=20, choices=transforms.choices, default="json")
+    include_version = models.BooleanField(default=False, help_text="Put the version number in the file.")
+    include_result_marks = models.BooleanField(default=True, help_text="Keep provisional / official marks.")
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["client", "definition", "filter"], name="one_entitlement_per_file"),
+        ]
+
+    def __str__(self):
+        suffix = f"/{self.filter}" if self.filter else ""
+        return f"{self.client.name}: {self.definition}{suffix}"
+
+    @property
+    def has_own_shape(self) -> bool:
+        return self.transform != "json" or self.include_version or not self.include_result_marks
+
+    def clean(self):
+        if self.filter and self.definition_id and not self.definition.per_noc:
+            raise ValidationError({"filter": f"{self.definition} has one file per Games; leave the filter blank."})

@@ -1,0 +1,279 @@
+#!/usr/bin/env python
+"""Benchmark of the pull API: requests a second and p99 through the real key, entitlement and
+read path, against a bare Django view reading one Redis key, in the same server, same run.
+
+Runs granian (the production server, see omnium/pullapi/serving.py) on loopback and wrk
+(Debian's package: apt-get install wrk) with 32 connections. Uses its own PostgreSQL database
+(omnium_bench), a Redis database of its own for the broker (3) and its own redis-server for the
+pull cache (so "Redis down" can be shown without touching the machine's Redis). Prints one
+JSON object. Usage: .venv/bin/python bench/pull.py [--seconds 10]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 98
+CONNECTIONS = 32
+ROUNDS = 3
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# --- the server side: the API plus a bare baseline view, in one WSGI application ----------
+
+_wsgi = None
+_baseline_files: dict = {}
+
+
+def application(environ, start_response):
+    """granian's target (`bench.pull:application`): omnium's URLs plus /bench/baseline/…"""
+    global _wsgi
+    if _wsgi is None:
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.core.wsgi import get_wsgi_application
+
+        settings.ROOT_URLCONF = "bench.pull"
+        _wsgi = get_wsgi_application()
+    return _wsgi(environ, start_response)
+
+
+def __getattr__(name):
+    if name != "urlpatterns":
+        raise AttributeError(name)
+    from django.urls import path
+
+    from omnium.urls import urlpatterns
+
+    return [path("bench/baseline/<path:key>", baseline), *urlpatterns]
+
+
+def baseline(request, key):
+    """The bare view: one Redis read of the key's version, then the body kept in memory."""
+    from django.http import HttpResponse, HttpResponseNotModified
+
+    from omnium.pullapi.pull_redis import pull_redis
+
+    version = pull_redis().hget(key, "v")
+    kept = _baseline_files.get(key)
+    if kept is None or kept[0] != version:
+        _, etag, gz = pull_redis().hmget(key, ["v", "etag", "gz"])
+        kept = _baseline_files[key] = (version, f'W/"{etag.decode()}"', gz)
+    if request.META.get("HTTP_IF_NONE_MATCH") == kept[1]:
+        return HttpResponseNotModified()
+    response = HttpResponse(kept[2], content_type="application/json")
+    response["Content-Encoding"] = "gzip"
+    return response
+
+
+# --- the driver ----------------------------------------------------------------------------
+
+
+def setup_environment(pull_redis_url: str) -> None:
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL",
+                                                "postgres://postgres@127.0.0.1:5432/omnium_bench")
+    os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/3")
+    os.environ["OMNIUM_PULL_REDIS_URL"] = pull_redis_url
+    os.environ["OMNIUM_PULL_CLIENT_RATE"] = "1000000000"  # measure serving, not the throttle
+    os.environ["DJANGO_SETTINGS_MODULE"] = "omnium.settings"
+    sys.path.insert(0, str(ROOT))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
+    import django
+
+    django.setup()
+
+
+def start_private_redis(port: int, workdir: str):
+    from omnium import localrun
+
+    process = localrun.LocalProcess(
+        [shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", workdir], "bench-pull-redis")
+    from omnium.pullapi.serving import wait_for_port
+
+    wait_for_port(port, process)
+    return process
+
+
+def prepare_games():
+    """A small Games, every file built, the pull cache filled by the real Redis destinations."""
+    from django.core.management import call_command
+
+    from omnium.clients.models import ApiKey, Client, Destination, Entitlement
+    from omnium.delivery import sender
+    from omnium.feeds.builder import build_file, files_of
+    from omnium.feeds.models import FeedDefinition
+    from omnium.games.generator import Generator, delete_games, games_code
+    from omnium.pullapi import pull_cache
+
+    call_command("migrate", verbosity=0)
+    # Our clients first: their subscriptions and entitlements point at the Games' definitions.
+    Client.objects.filter(name__in=["bench", pull_cache.SYSTEM_CLIENT]).delete()
+    delete_games(games_code("small", SEED))
+    games = Generator("small", SEED).run()
+    for doc_key in files_of(games.code):
+        build_file(doc_key)
+    pull_cache.ensure_destinations(games)
+    pull_cache.build_missing(games)
+    for destination_id in Destination.objects.filter(kind="redis").values_list("pk", flat=True):
+        sender.drain(destination_id)
+    client = Client.objects.create(name="bench")
+    for definition in FeedDefinition.objects.filter(games=games):
+        Entitlement.objects.create(client=client, definition=definition)
+    _, key = ApiKey.issue(client, "bench")
+    return games, key
+
+
+def five_kb_file(games):
+    """The file whose gzipped body (what a gzip-accepting client receives) is nearest 5 KB."""
+    from omnium.pullapi.pull_redis import pull_redis
+
+    best = None
+    for redis_key in pull_redis().scan_iter(f"feed:{games.code}/*"):
+        gz = pull_redis().hget(redis_key, "gz")
+        if best is None or abs(len(gz) - 5120) < abs(best[1] - 5120):
+            best = (redis_key.decode(), len(gz))
+    redis_key, size = best
+    etag = pull_redis().hget(redis_key, "etag").decode()
+    return redis_key, size, f'W/"{etag}"'
+
+
+def wrk(url: str, headers: dict, seconds: int) -> dict:
+    args = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", url]
+    for name, value in headers.items():
+        args[1:1] = ["-H", f"{name}: {value}"]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
+    p99_ms = float(p99.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = int(non_2xx.group(1)) if non_2xx else 0
+    return {"rps": round(rps), "p99_ms": round(p99_ms, 2), "requests": total, "bad_responses": errors}
+
+
+def combined(rounds: list[dict]) -> dict:
+    """Requests a second over all rounds; p99 as the median of the rounds' p99s."""
+    p99s = sorted(r["p99_ms"] for r in rounds)
+    return {"rps": round(sum(r["rps"] for r in rounds) / len(rounds)), "p99_ms": p99s[len(p99s) // 2],
+            "requests": sum(r["requests"] for r in rounds), "bad_responses": sum(r["bad_responses"] for r in rounds)}
+
+
+def database_transactions() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def server_environment() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def start_servers(port: int, workers: int):
+    from omnium.pullapi.serving import start_api
+
+    return start_api(port, "bench-pull-api", server_environment(), workers=workers, target="bench.pull:application")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=12, help="per kind of run, split into rounds")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    options = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is missing: apt-get install -y wrk")
+
+    sys.path.insert(0, str(ROOT))
+    from omnium.pullapi.serving import free_port
+
+    redis_port, api_port = free_port(), free_port()
+    workdir = tempfile.mkdtemp(prefix="bench-pull-")
+    setup_environment(f"redis://127.0.0.1:{redis_port}/0")
+    redis_process = start_private_redis(redis_port, workdir)
+    server = None
+    try:
+        log("generating a small Games and filling the pull cache")
+        games, key = prepare_games()
+        redis_key, gz_bytes, etag = five_kb_file(games)
+        doc_key = redis_key.removeprefix("feed:")
+        api = f"http://127.0.0.1:{api_port}/v1/feeds/{doc_key}"
+        base = f"http://127.0.0.1:{api_port}/bench/baseline/{redis_key}"
+        auth = {"Authorization": f"Bearer {key}", "Accept-Encoding": "gzip"}
+        conditional = {**auth, "If-None-Match": etag}
+        from django.db import connections
+
+        log(f"serving {doc_key} ({gz_bytes} bytes gzipped) with granian, {options.workers} workers")
+        server = start_servers(api_port, options.workers)
+        wrk(api, conditional, 2), wrk(base, conditional, 2), wrk(api, auth, 1)  # warm every worker
+        connections.close_all()
+        time.sleep(1.5)  # our own connection's statistics (the set-up) are flushed when it closes
+        before = database_transactions()
+        connections.close_all()
+        runs = {name: [] for name in ("304", "200_5kb", "baseline_304", "baseline_200_5kb")}
+        # API and baseline alternate in short rounds, so anything else the machine does in the
+        # meantime weighs on both alike.
+        round_s = max(2, options.seconds // ROUNDS)
+        for _ in range(ROUNDS):
+            for name, url, headers in (("304", api, conditional), ("baseline_304", base, conditional),
+                                       ("200_5kb", api, auth), ("baseline_200_5kb", base, auth)):
+                runs[name].append(wrk(url, headers, round_s))
+        runs = {name: combined(rounds) for name, rounds in runs.items()}
+        for name, run in runs.items():
+            log(f"{name}: {run}")
+        server.stop()
+        server = None
+        time.sleep(1.0)  # the servers' connections are closed: their statistics are flushed
+        api_requests = runs["304"]["requests"] + runs["200_5kb"]["requests"]
+        queries = (database_transactions() - before - 1) / api_requests
+        connections.close_all()
+
+        log("Redis down: restarting the servers, warming them, stopping the pull cache Redis")
+        server = start_servers(api_port, options.workers)
+        wrk(api, conditional, 2)
+        redis_process.stop()
+        down = wrk(api, conditional, options.seconds)
+        log(f"304 with Redis down: {down}")
+        stale = subprocess.run(["curl", "-s", "-o", "/dev/null", "-D", "-", *sum((["-H", f"{k}: {v}"] for k, v in
+                                conditional.items()), []), api], capture_output=True, text=True).stdout
+        result = {
+            "server": f"granian wsgi, {options.workers} workers x 1 blocking thread",
+            "file": doc_key, "file_gzip_bytes": gz_bytes, "connections": CONNECTIONS, "seconds_per_run": round_s * ROUNDS,
+            "rps_304": runs["304"]["rps"], "rps_200_5kb": runs["200_5kb"]["rps"],
+            "p99_ms_304": runs["304"]["p99_ms"], "p99_ms_200_5kb": runs["200_5kb"]["p99_ms"],
+            "baseline_rps_304": runs["baseline_304"]["rps"], "baseline_rps_200_5kb": runs["baseline_200_5kb"]["rps"],
+            "baseline_p99_ms_304": runs["baseline_304"]["p99_ms"],
+            "ratio_304": round(runs["304"]["rps"] / runs["baseline_304"]["rps"], 3),
+            "ratio_200_5kb": round(runs["200_5kb"]["rps"] / runs["baseline_200_5kb"]["rps"], 3),
+            "db_queries_per_request": round(max(0.0, queries), 5),
+            "rps_304_redis_down": down["rps"], "p99_ms_304_redis_down": down["p99_ms"],
+            "redis_down_answer_has_age": "\nage:" in stale.lower(),
+            "bad_responses": sum(r["bad_responses"] for r in runs.values()) + down["bad_responses"],
+        }
+        print(json.dumps(result))
+    finally:
+        if server is not None:
+            server.stop()
+        redis_process.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

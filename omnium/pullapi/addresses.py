@@ -1,0 +1,69 @@
+"""Where a requested file lives: its Redis key, and how to read it from PostgreSQL instead.
+
+The Redis destinations that `ensure_pull_cache` sets up write these same keys:
+  feed:{doc_key}              a feed file as built, shared by every client
+  feed:{client id}:{doc_key}  a feed file in one client's own shape (rendered at publish time)
+  pub:{feed type}/{filter}    a public document named without its Games (fixture, career)
+"""
+
+import gzip
+from dataclasses import dataclass
+
+from omnium.clients.transforms import TRANSFORMS
+from omnium.clients.transforms.base import Marks
+from omnium.pullapi import database_reads
+from omnium.pullapi.catalogue import AS_BUILT, Shape
+from omnium.pullapi.database_reads import StoredFile
+
+SHARED_PREFIX = "feed:"
+PUBLIC_PREFIX = "pub:"
+PUBLIC_TEMPLATE = "{feed_type}/{filter}"
+DOC_KEY_TEMPLATE = "{doc_key}"
+
+
+def own_prefix(client_id: int) -> str:
+    return f"{SHARED_PREFIX}{client_id}:"
+
+
+@dataclass(frozen=True, slots=True)
+class FeedFileAddress:
+    doc_key: str
+    shape: Shape = AS_BUILT
+    client_id: int | None = None
+
+    @property
+    def redis_key(self) -> str:
+        prefix = own_prefix(self.client_id) if self.shape.own else SHARED_PREFIX
+        return prefix + self.doc_key
+
+    @property
+    def content_type(self) -> str:
+        return self.shape.content_type
+
+    def load(self) -> StoredFile | None:
+        stored = database_reads.current_document(self.doc_key)
+        if stored is None or not self.shape.own:
+            return stored
+        # The same rendering the client's Redis destination does at publish time.
+        marks = Marks(version=stored.version if self.shape.include_version else None,
+                      result_status=self.shape.include_result_marks)
+        rendered = TRANSFORMS[self.shape.transform].render(stored.body, marks)
+        return StoredFile(stored.version, stored.etag, rendered.body)
+
+
+@dataclass(frozen=True, slots=True)
+class PublicDocumentAddress:
+    feed_type: str
+    filter: str
+    content_type: str = "application/json"
+
+    @property
+    def redis_key(self) -> str:
+        return PUBLIC_PREFIX + PUBLIC_TEMPLATE.format(feed_type=self.feed_type, filter=self.filter)
+
+    def load(self) -> StoredFile | None:
+        return database_reads.newest_public_document(self.feed_type, self.filter)
+
+
+def gzipped(body: bytes) -> bytes:
+    return gzip.compress(body, mtime=0)  # mtime 0, as the Redis destination: same body, same bytes

@@ -1,0 +1,127 @@
+"""The Redis destinations that fill the pull cache, so the ordinary sender publishes every
+file the pull API reads (issue 5): nothing is rendered or gzipped per request.
+
+For one Games:
+  system client "pull cache" → destination "shared files"     (key prefix feed:, every definition)
+                             → destination "public documents"  (key prefix pub:, fixtures and careers)
+  each client with an own shape → its destination "pull cache (own shape)" (key prefix feed:{id}:)
+and the split and public files of `resolvers` are added as definitions and built once.
+"""
+
+from datetime import timedelta
+
+from django.db import transaction
+
+from omnium.clients.models import Client, Destination, Entitlement, Subscription
+from omnium.conf import omnium_setting
+from omnium.feeds.builder import build_file
+from omnium.feeds.doc_keys import FileKey
+from omnium.feeds.models import FeedDefinition, FeedDocument
+from omnium.games.models import Athlete, Fixture, Games, MedalEvent
+from omnium.pullapi import record_ids
+from omnium.pullapi.addresses import DOC_KEY_TEMPLATE, PUBLIC_PREFIX, PUBLIC_TEMPLATE, SHARED_PREFIX, own_prefix
+from omnium.pullapi.resolvers import PULL_DEFINITIONS, SPLITS
+
+SYSTEM_CLIENT = "pull cache"
+SHARED_DESTINATION = "shared files"
+PUBLIC_DESTINATION = "public documents"
+OWN_SHAPE_DESTINATION = "pull cache (own shape)"
+PUBLIC_FEED_TYPES = ("fixture", "career")
+
+
+def ensure_definitions(games: Games) -> list[FeedDefinition]:
+    for feed_type, name in PULL_DEFINITIONS:
+        FeedDefinition.objects.get_or_create(games=games, feed_type=feed_type, defaults={"name": name})
+    return list(FeedDefinition.objects.filter(games=games, enabled=True).order_by("feed_type"))
+
+
+def _redis_destination(client: Client, name: str, key_prefix: str) -> Destination:
+    config = {"url": omnium_setting("PULL_REDIS_URL"), "key_prefix": key_prefix}
+    destination = Destination.objects.filter(client=client, name=name).first()
+    if destination is None:
+        destination = Destination(client=client, name=name, kind="redis", config=config)
+    destination.kind, destination.config = "redis", config
+    destination.full_clean()
+    destination.save()
+    return destination
+
+
+def _subscribe(destination: Destination, definition: FeedDefinition, template: str, filter: str = "",
+               **shape) -> Subscription:
+    wanted = {"file_name_template": template, "transform": "json", "include_version": False,
+              "include_result_marks": True, "active": True, **shape}
+    subscription = Subscription.objects.filter(destination=destination, definition=definition, filter=filter).first()
+    if subscription is None:
+        return Subscription.objects.create(destination=destination, definition=definition, filter=filter, **wanted)
+    if any(getattr(subscription, field) != value for field, value in wanted.items()):
+        for field, value in wanted.items():
+            setattr(subscription, field, value)
+        subscription.save()
+    return subscription
+
+
+def _own_shapes(games: Games, definitions: dict) -> dict:
+    """client -> [(definition, filter, shape fields)] for every entitlement with its own shape."""
+    wanted: dict = {}
+    for entitlement in Entitlement.objects.filter(definition__games=games, active=True).select_related("client",
+                                                                                                       "definition"):
+        if not entitlement.has_own_shape:
+            continue
+        shape = {"transform": entitlement.transform, "include_version": entitlement.include_version,
+                 "include_result_marks": entitlement.include_result_marks}
+        feed_types = (entitlement.definition.feed_type, *SPLITS.get(entitlement.definition.feed_type, ()))
+        for feed_type in feed_types:
+            if feed_type in definitions:
+                filter = entitlement.filter if feed_type == entitlement.definition.feed_type else ""
+                wanted.setdefault(entitlement.client, []).append((definitions[feed_type], filter, shape))
+    return wanted
+
+
+@transaction.atomic
+def ensure_destinations(games: Games) -> dict:
+    definitions = {d.feed_type: d for d in ensure_definitions(games)}
+    system, _ = Client.objects.get_or_create(name=SYSTEM_CLIENT)
+    shared = _redis_destination(system, SHARED_DESTINATION, SHARED_PREFIX)
+    public = _redis_destination(system, PUBLIC_DESTINATION, PUBLIC_PREFIX)
+    kept = [_subscribe(shared, d, DOC_KEY_TEMPLATE).pk for d in definitions.values()]
+    kept += [_subscribe(public, definitions[t], PUBLIC_TEMPLATE).pk for t in PUBLIC_FEED_TYPES]
+    own = []
+    for client, subscriptions in _own_shapes(games, definitions).items():
+        destination = _redis_destination(client, OWN_SHAPE_DESTINATION, own_prefix(client.pk))
+        own.append(destination.pk)
+        kept += [_subscribe(destination, d, DOC_KEY_TEMPLATE, f, **s).pk for d, f, s in subscriptions]
+    # Subscriptions of this Games that no longer match an entitlement stop being published.
+    stale = Subscription.objects.filter(destination__name__in=[SHARED_DESTINATION, PUBLIC_DESTINATION,
+                                                               OWN_SHAPE_DESTINATION],
+                                        destination__kind="redis", definition__games=games, active=True)
+    retired = stale.exclude(pk__in=kept).update(active=False)
+    return {"shared_destination": shared.pk, "public_destination": public.pk, "own_shape_destinations": own,
+            "subscriptions": len(kept), "retired_subscriptions": retired}
+
+
+def pull_files_of(games: Games) -> list[str]:
+    """Every split and public file of the Games (filters from the saved records)."""
+    days = (games.starts_on + timedelta(days=n) for n in range((games.ends_on - games.starts_on).days + 1))
+    fixtures = Fixture.objects.filter(games=games).order_by("starts_at", "id").values_list("id", flat=True)
+    units = MedalEvent.objects.filter(games=games).order_by("code").values_list("code", flat=True)
+    athletes = Athlete.objects.filter(entry__games=games).union(
+        Athlete.objects.filter(teams__games=games)).values_list("id", flat=True)
+    filters = {
+        "calendar_day": [d.isoformat() for d in days],
+        "fixture": [record_ids.compact(f) for f in fixtures],
+        "unit_standings": list(units),
+        "career": sorted(record_ids.compact(a) for a in athletes),
+    }
+    return [str(FileKey(games.code, t, f)) for t, values in filters.items() for f in values]
+
+
+def build_missing(games: Games, feed_types=None) -> dict:
+    """Build the split and public files that have never been built (later builds follow changes)."""
+    wanted = [k for k in pull_files_of(games) if feed_types is None or FileKey.parse(k).feed_type in feed_types]
+    built = set(FeedDocument.objects.filter(doc_key__in=wanted).values_list("doc_key", flat=True))
+    outcomes: dict[str, int] = {}
+    for doc_key in wanted:
+        if doc_key not in built:
+            outcome = build_file(doc_key).outcome
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return {"pull_files": len(wanted), "built": outcomes}

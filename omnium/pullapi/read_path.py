@@ -1,0 +1,152 @@
+"""The read path: memory, then Redis, then PostgreSQL, for one requested file.
+
+Steady state is one `HGET v` per request: same version as the memory copy, serve the copy;
+a newer one, fetch the body once. Redis without the key: one PostgreSQL read per file per
+process at a time (single-flight), at most PULL_DATABASE_READS at once, then write-if-newer
+to Redis with the Redis destination's own script, so this write can never replace a newer
+version the sender stored meanwhile. Redis down: the memory copy with its age, else
+PostgreSQL (still limited). After a Redis failure, Redis is left alone for
+PULL_REDIS_RETRY_S, so a dead Redis costs no connect attempt per request.
+"""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+import redis
+
+from omnium.conf import omnium_setting
+from omnium.delivery.transports.redis import WRITE_IF_NEWER
+from omnium.pullapi.addresses import gzipped
+from omnium.pullapi.file_memory import CachedFile, FileMemory
+from omnium.pullapi.pull_redis import pull_redis
+from omnium.pullapi.single_flight import SingleFlight
+
+log = logging.getLogger(__name__)
+
+
+class FileNotFound(LookupError):
+    """Neither Redis nor PostgreSQL has the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    file: CachedFile
+    stale_age_s: float | None = None  # set when Redis could not confirm the copy is current
+
+
+@dataclass
+class ReadStats:
+    database_reads: int = 0
+    redis_writes: int = 0
+
+
+class ReadPath:
+    def __init__(self, memory_bytes: int, database_reads: int, missing_ttl_s: float, redis_retry_s: float):
+        self.memory = FileMemory(memory_bytes)
+        self.stats = ReadStats()
+        self._flights = SingleFlight()
+        self._database_slots = threading.BoundedSemaphore(database_reads)
+        self._missing: dict[str, float] = {}  # redis key -> until (monotonic)
+        self._missing_ttl_s = missing_ttl_s
+        self._redis_retry_s = redis_retry_s
+        self._redis_down_until = 0.0
+        self._write_if_newer = None
+
+    def read(self, address) -> Served:
+        key = address.redis_key
+        kept = self.memory.get(key)
+        if time.monotonic() < self._redis_down_until:
+            return self._without_redis(address, kept)
+        try:
+            version = pull_redis().hget(key, "v") if kept is not None else None
+            if kept is not None and version is not None and kept.version >= int(version):
+                kept.confirmed_at = time.monotonic()
+                return Served(kept)
+            if kept is None or version is not None:
+                fetched = self._fetch(key)
+                if fetched is not None:
+                    return Served(fetched)
+        except redis.RedisError:
+            log.warning("pull cache Redis failed; serving from memory for %s s", self._redis_retry_s)
+            self._redis_down_until = time.monotonic() + self._redis_retry_s
+            return self._without_redis(address, kept)
+        return Served(self._from_database(address, write_to_redis=True))
+
+    def _fetch(self, key: str) -> CachedFile | None:
+        """The whole file from Redis in one round trip; None when Redis does not have it."""
+        version, etag, gz = pull_redis().hmget(key, ["v", "etag", "gz"])
+        if version is None or gz is None:
+            return None
+        fetched = CachedFile(int(version), etag.decode(), gz)
+        self.memory.put(key, fetched)
+        return fetched
+
+    def _without_redis(self, address, kept: CachedFile | None) -> Served:
+        if kept is not None:
+            return Served(kept, stale_age_s=time.monotonic() - kept.confirmed_at)
+        return Served(self._from_database(address, write_to_redis=False))
+
+    def _from_database(self, address, write_to_redis: bool) -> CachedFile:
+        key = address.redis_key
+        if self._missing.get(key, 0.0) > time.monotonic():
+            raise FileNotFound(key)
+        found = self._flights.do(key, lambda: self._load(address, write_to_redis))
+        if found is None:
+            raise FileNotFound(key)
+        return found
+
+    def _load(self, address, write_to_redis: bool) -> CachedFile | None:
+        if write_to_redis:
+            # A flight that ended just before ours began (or another process) may have filled
+            # Redis since we looked: one more round trip is far cheaper than a PostgreSQL read.
+            fetched = self._fetch(address.redis_key)
+            if fetched is not None:
+                return fetched
+        with self._database_slots:
+            self.stats.database_reads += 1
+            stored = address.load()
+        if stored is None:
+            self._missing[address.redis_key] = time.monotonic() + self._missing_ttl_s
+            return None
+        self._missing.pop(address.redis_key, None)
+        file = CachedFile(stored.version, stored.etag, gzipped(stored.body), plain=stored.body)
+        if write_to_redis:
+            self._store_if_newer(address.redis_key, file)
+        self.memory.put(address.redis_key, file)
+        return file
+
+    def _store_if_newer(self, key: str, file: CachedFile) -> None:
+        if self._write_if_newer is None:
+            self._write_if_newer = pull_redis().register_script(WRITE_IF_NEWER)
+        try:
+            self._write_if_newer(keys=[key], args=[file.version, file.etag, file.gz])
+            self.stats.redis_writes += 1
+        except redis.RedisError:
+            log.warning("could not store %s in the pull cache", key, exc_info=True)
+
+
+_lock = threading.Lock()
+_read_path: ReadPath | None = None
+
+
+def read_path() -> ReadPath:
+    global _read_path
+    if _read_path is None:
+        with _lock:
+            if _read_path is None:
+                _read_path = ReadPath(
+                    memory_bytes=int(omnium_setting("PULL_MEMORY_MB") * 1024 * 1024),
+                    database_reads=omnium_setting("PULL_DATABASE_READS"),
+                    missing_ttl_s=omnium_setting("PULL_MISSING_TTL_S"),
+                    redis_retry_s=omnium_setting("PULL_REDIS_RETRY_S"),
+                )
+    return _read_path
+
+
+def reset() -> None:
+    """Forget every kept file (tests; a process starts empty anyway)."""
+    global _read_path
+    with _lock:
+        _read_path = None

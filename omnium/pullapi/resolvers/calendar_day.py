@@ -1,0 +1,32 @@
+"""One day of the calendar (filter: the date, YYYY-MM-DD, UTC as in the whole calendar)."""
+
+from datetime import date, datetime, time, timedelta, timezone
+
+from omnium.feeds.canonical import iso_date
+from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers.base import Resolved, UnknownFile
+from omnium.games.models import Fixture
+
+
+def _day(filter: str) -> date:
+    try:
+        return date.fromisoformat(filter)
+    except ValueError:
+        raise UnknownFile(f"{filter!r} is not a date (YYYY-MM-DD)") from None
+
+
+def resolve(games, filter: str) -> Resolved:
+    day = _day(filter)
+    if not games.starts_on <= day <= games.ends_on:
+        raise UnknownFile(f"{filter} is not a day of {games.code}")
+    start = datetime.combine(day, time.min, tzinfo=timezone.utc)
+    fixtures = [f for f in rows.fixtures(games) if start <= f["starts_at"] < start + timedelta(days=1)]
+    resolved = Resolved(data={"date": iso_date(day), "fixtures": [rows.fixture_document(f) for f in fixtures]})
+    resolved.depends_on("fixture", (f["id"] for f in fixtures))
+    # A scheduled fixture of another day may be moved into this one, and a move names only
+    # the fixture: so the day also depends on every fixture that can still move. Live and
+    # finished fixtures (the busy ones during play) of other days never touch this file.
+    movable = Fixture.objects.filter(games=games, status=Fixture.Status.SCHEDULED).values_list("id", flat=True)
+    resolved.depends_on("fixture", movable)
+    resolved.saw_change(*(f["changed_at"] for f in fixtures))
+    return resolved
