@@ -1,14 +1,20 @@
 #!/usr/bin/env python
 """`make demo`: the whole pipeline, live, on this machine.
 
-Loads an asian-games-scale Games, builds its files, starts Celery workers (a live lane and a
-bulk lane) and beat, replays part of a Games day at high speed through the workflow commands,
-and prints what happened. Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself
-after N seconds. Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300).
+Loads an asian-games-scale Games and builds its files; starts real receivers on loopback (an
+S3-compatible server, an SFTP server with its own host key, an FTP server, a webhook receiver
+that verifies signatures, and a host that accepts connections and never answers); creates
+demo clients subscribed to the Games; starts Celery (a live-lane worker, a bulk-lane worker,
+a delivery worker with 32 threads, beat) and Flower; replays part of a Games day at high speed
+through the workflow commands; and prints what was built and what landed where, with proof.
+
+Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself after N seconds.
+Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300), DEMO_REPLAY_SECONDS (default 90).
 """
 
 import json
 import os
+import secrets
 import signal
 import sys
 import time
@@ -21,21 +27,43 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count, Sum  # noqa: E402
 
 from omnium import localrun  # noqa: E402
+from omnium.clients.models import Client  # noqa: E402
+from omnium.clients.provisioning import provision_destination  # noqa: E402
+from omnium.delivery import health  # noqa: E402
+from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
 from omnium.feeds.latency import change_to_built_seconds, percentile  # noqa: E402
 from omnium.feeds.models import FeedVersion, PendingBuild  # noqa: E402
 from omnium.feeds.tasks import BUILD_COUNTER  # noqa: E402
 from omnium.games.models import Games, OutboxEntry  # noqa: E402
 from omnium.games.replay import plan_day, play  # noqa: E402
+from omnium.loopback import receivers as loopback  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
 
 DEADLINE = time.monotonic() + float(os.environ["DEMO_SECONDS"]) if os.environ.get("DEMO_SECONDS") else None
 DAY = int(os.environ.get("DEMO_DAY", "3"))
 SPEED = float(os.environ.get("DEMO_SPEED", "300"))
+REPLAY_SECONDS = float(os.environ.get("DEMO_REPLAY_SECONDS", "90"))
+PULL_CACHE_URL = "redis://127.0.0.1:6379/4"  # the demo's pull cache, apart from the broker's db
+
+# (client, destination, kind or a fault, [(feed type, subscription fields)])
+DEMO_DESTINATIONS = [
+    ("NDTV", "NDTV over S3", "s3", [("calendar", {}), ("medals", {}), ("results", {})]),
+    ("Sportstar", "Sportstar over SFTP", "sftp",
+     [("medals", {"transform": "xml"}), ("results", {"transform": "xml"}), ("country", {"filter": "CHN"})]),
+    ("ScoreApp", "ScoreApp webhook", "webhook",
+     [("medals", {"transform": "legacy", "include_version": True}), ("standings", {})]),
+    ("Archive", "Archive over FTP", "ftp", [("calendar", {}), ("entries", {}), ("participants", {})]),
+    ("Pull cache", "Redis pull cache", "redis",
+     [(t, {"file_name_template": "{doc_key}"}) for t in
+      ("calendar", "medals", "results", "entries", "participants", "standings", "country")]),
+    ("DailyHunt", "DailyHunt over SFTP (host hangs)", "hanging", [("calendar", {}), ("results", {})]),
+]
 
 
 def say(message: str) -> None:
@@ -57,18 +85,36 @@ def load_and_build() -> Games:
     return games
 
 
+def create_demo_clients(games: Games, receivers) -> None:
+    Client.objects.filter(name__in=[c for c, *_ in DEMO_DESTINATIONS]).delete()
+    for client, name, kind, subscriptions in DEMO_DESTINATIONS:
+        settings_ = receivers.hanging() if kind == "hanging" else receivers.settings(kind, client.lower().replace(" ", "-"))
+        provision_destination(client, name, settings_, games, subscriptions)
+        say(f"  {client:<11} {name}")
+
+
 def start_pipeline() -> list:
-    say("starting Celery: a live-lane worker, a bulk-lane worker and beat (logs in var/logs/)")
+    say("starting Celery: live-lane worker, bulk-lane worker, delivery worker (32 threads), beat")
     return [
         localrun.start_worker(LIVE_QUEUES, "demo-live", concurrency=2),
         localrun.start_worker(BULK_QUEUES, "demo-bulk", concurrency=1),
+        localrun.start_delivery_worker("demo-delivery", concurrency=32),
         localrun.start_beat("demo-beat"),
     ]
 
 
+def start_flower() -> localrun.LocalProcess:
+    password = secrets.token_urlsafe(12)
+    flower = localrun.LocalProcess(
+        [*localrun.CELERY, "flower", "--address=127.0.0.1", "--port=5555", f"--basic-auth=ops:{password}"],
+        "demo-flower")
+    say(f"Flower: http://127.0.0.1:5555/  (user ops, password {password})")
+    return flower
+
+
 def replay(games: Games) -> dict:
     steps = plan_day(games, DAY)
-    window = seconds_left(90.0)
+    window = seconds_left(REPLAY_SECONDS)
     say(f"replaying day {DAY}: {len(steps)} changes planned at x{SPEED:g}, for up to {window:.0f} s")
     progress = lambda r: say(f"  {r.steps_played} changes played, {r.games_seconds / 3600:.1f} h of Games time")
     return play(steps, SPEED, window, progress).as_dict()
@@ -78,17 +124,17 @@ def settle(timeout: float = 6.0) -> None:
     end = time.monotonic() + seconds_left(timeout)
     while time.monotonic() < end and (PendingBuild.objects.exists() or OutboxEntry.objects.filter(handled_at=None).exists()):
         time.sleep(0.2)
+    time.sleep(min(2.0, seconds_left(2.0)))  # the last sends
 
 
-def summary(games: Games, first_outbox: int, first_version: int, replayed: dict) -> dict:
+def build_summary(games: Games, first_outbox: int, first_version: int, replayed: dict) -> dict:
     versions = FeedVersion.objects.filter(doc_key__startswith=f"{games.code}/", seq__gt=first_version)
     latencies = [s for s in change_to_built_seconds(games, first_outbox) if s is not None]
     builds = {k.decode(): int(v) for k, v in redis_client().hgetall(BUILD_COUNTER).items()}
     changes = OutboxEntry.objects.filter(games=games, pk__gt=first_outbox).count()
     by_type = {}
     for doc_key, size in versions.values_list("doc_key", "size"):
-        feed_type = doc_key.split("/")[1]
-        entry = by_type.setdefault(feed_type, {"versions": 0, "bytes": 0})
+        entry = by_type.setdefault(doc_key.split("/")[1], {"versions": 0, "bytes": 0})
         entry["versions"] += 1
         entry["bytes"] += size
     return {
@@ -98,12 +144,34 @@ def summary(games: Games, first_outbox: int, first_version: int, replayed: dict)
                    "superseded": builds.get("superseded", 0)},
         "files_rebuilt_per_change": round(sum(builds.values()) / changes, 2) if changes else 0,
         "new_versions_by_feed_type": by_type,
-        "change_to_built_s": {
-            "changes_measured": len(latencies),
-            "p50": _round(percentile(latencies, 0.5)), "p95": _round(percentile(latencies, 0.95)),
-            "max": _round(max(latencies, default=None)),
-        },
+        "change_to_built_s": {"changes_measured": len(latencies), "p50": _round(percentile(latencies, 0.5)),
+                              "p95": _round(percentile(latencies, 0.95)), "max": _round(max(latencies, default=None))},
     }
+
+
+def delivery_summary(since) -> list[dict]:
+    rows = []
+    for client, name, *_ in DEMO_DESTINATIONS:
+        states = DeliveryState.objects.filter(destination__name=name, destination__client__name=client)
+        attempts = DeliveryAttempt.objects.filter(destination__name=name, started_at__gte=since)
+        ages = sorted(attempts.filter(ok=True, age_ms__isnull=False).values_list("age_ms", flat=True))
+        latest = states.filter(sent_seq__gt=0).order_by("-sent_at").first()
+        destination_id = states.values_list("destination_id", flat=True).first()
+        rows.append({
+            "destination": name,
+            "status": health.read(destination_id).get("status") if destination_id else "unknown",
+            "files_current": states.filter(sent_seq__gte=1).exclude(wanted_seq__gt=0, sent_seq__lt=1).count(),
+            "files_owed": sum(1 for s in states if s.owed),
+            "sends": attempts.filter(ok=True).count(),
+            "failed_attempts": attempts.filter(ok=False).count(),
+            "bytes_sent": sum(attempts.filter(ok=True).values_list("bytes", flat=True)),
+            "age_ms_p50": percentile(ages, 0.5), "age_ms_p95": percentile(ages, 0.95),
+            "last_proof": None if latest is None else {
+                "file": latest.doc_key, "version": latest.sent_seq, "bytes": latest.sent_bytes,
+                "sha256": bytes(latest.sent_hash).hex()[:16] + "…", "receipt": latest.receipt[:60],
+                "age_ms": latest.age_ms},
+        })
+    return rows
 
 
 def _round(value):
@@ -113,24 +181,36 @@ def _round(value):
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     redis_client().flushdb()  # hints and counters only; PostgreSQL is the record
-    processes = []
+    processes, receivers = [], None
     try:
         games = load_and_build()
+        say("starting receivers on loopback: SeaweedFS (S3), sshd (SFTP), pyftpdlib (FTP), webhook, a hanging host")
+        receivers = loopback.start(PULL_CACHE_URL)
+        say("creating demo clients:")
+        create_demo_clients(games, receivers)
         processes = start_pipeline()
+        processes.append(start_flower())
+        from django.utils import timezone
+
+        since = timezone.now()
         first_outbox = OutboxEntry.objects.order_by("-id").values_list("id", flat=True).first() or 0
         first_version = FeedVersion.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
         replayed = replay(games)
         settle()
-        say("what happened:")
-        print(json.dumps(summary(games, first_outbox, first_version, replayed), indent=2), flush=True)
+        say("what was built:")
+        print(json.dumps(build_summary(games, first_outbox, first_version, replayed), indent=2), flush=True)
+        say("what landed where (proof of delivery; the hanging destination slows nobody else):")
+        print(json.dumps(delivery_summary(since), indent=2, default=str), flush=True)
         if DEADLINE is None:
-            say("pipeline still running; Ctrl-C stops it")
+            say("pipeline still running (Flower above; `manage.py runserver` for the admin); Ctrl-C stops it")
             while True:
                 time.sleep(1)
     except KeyboardInterrupt:
         say("stopping")
     finally:
         localrun.stop_all(processes)
+        if receivers is not None:
+            receivers.stop()
         say("everything the demo started has stopped")
 
 

@@ -16,13 +16,11 @@ from django.utils import timezone
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination, Subscription
-from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks
-from omnium.delivery import backoff, health, lease
+from omnium.delivery import backoff, health, lease, rendering
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
 from omnium.delivery.transports import TransportError
-from omnium.feeds.models import FeedDocument
 
 log = logging.getLogger(__name__)
 
@@ -98,28 +96,30 @@ def _drain_under_lease(destination: Destination, token) -> str:
 def send_one(destination: Destination, owed: OwedFile) -> bool:
     """Push the current version of one owed file; True when its proof is recorded."""
     subscription = Subscription.objects.select_related("definition__games").get(pk=owed.subscription_id)
-    document = FeedDocument.objects.filter(doc_key=owed.doc_key).only(
-        "body", "seq", "content_hash", "changed_at", "feed_type", "filter").first()
-    if document is None:  # the file was removed; nothing to send
+    version = rendering.current_version(owed.doc_key)
+    if version is None:  # the file was removed; nothing to send
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
         return True
-    rendered = TRANSFORMS[subscription.transform].render(bytes(document.body), _marks(subscription, document))
+    try:
+        rendered = rendering.render(version, subscription.transform, _marks(subscription, version))
+    except rendering.VersionMoved:
+        return True  # a newer version arrived this instant; the next turn sends it
     path = file_names.render(subscription.file_name_template, subscription.definition.games.code,
-                             document.feed_type, document.filter, rendered.extension)
+                             version.feed_type, version.filter, rendered.extension)
     attempt = DeliveryAttempt.objects.create(destination=destination, subscription=subscription,
-                                             doc_key=owed.doc_key, seq=document.seq)
+                                             doc_key=owed.doc_key, seq=version.seq)
     started = time.monotonic()
     try:
         transport = transport_for(destination)
         receipt = transport.send(rendered.body, path, content_type=rendered.content_type,
-                                 version=document.seq, etag=bytes(document.content_hash).hex())
+                                 version=version.seq, etag=version.content_hash.hex())
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt, exc, started)
         return False
-    age_ms = _record_proof(owed, document, rendered, receipt, path)
+    age_ms = _record_proof(owed, version, rendered, receipt, path)
     _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text, age_ms=age_ms)
     backoff.succeeded(destination)
-    health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=document.seq, bytes=len(rendered.body),
+    health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body),
                         age_ms=age_ms)
     return True
 
@@ -144,7 +144,7 @@ def _record_proof(owed: OwedFile, document, rendered, receipt, path: str) -> int
     """Record the proof (forward only); returns the file's age at the send, if recorded."""
     with connection.cursor() as cursor:
         cursor.execute(RECORD_PROOF, {
-            "id": owed.state_id, "seq": document.seq, "hash": bytes(document.content_hash),
+            "id": owed.state_id, "seq": document.seq, "hash": document.content_hash,
             "bytes": len(rendered.body), "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
         })
         row = cursor.fetchone()

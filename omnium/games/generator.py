@@ -250,7 +250,6 @@ def delete_games(code: str) -> bool:
         "DELETE FROM feeds_pendingbuild WHERE doc_key LIKE %(prefix)s",
         "DELETE FROM feeds_feedversion WHERE doc_key LIKE %(prefix)s",
         "DELETE FROM feeds_feeddocument WHERE games_id = %(id)s",
-        "DELETE FROM feeds_feeddefinition WHERE games_id = %(id)s",
         "DELETE FROM games_statjob WHERE games_id = %(id)s",
         "DELETE FROM games_outbox WHERE games_id = %(id)s",
         "DELETE FROM games_competitor WHERE fixture_id IN (SELECT id FROM games_fixture WHERE games_id = %(id)s)",
@@ -268,7 +267,14 @@ def delete_games(code: str) -> bool:
         "DELETE FROM games_sport WHERE games_id = %(id)s",
         "DELETE FROM games_games WHERE id = %(id)s",
     ]
+    from omnium.feeds.models import FeedDefinition
+
     with transaction.atomic(), connection.cursor() as cursor:
-        for statement in statements:
+        for statement in statements[:4]:
+            cursor.execute(statement, {"id": games.pk, "prefix": f"{code}/%"})
+        # Few rows, many dependants in other apps (subscriptions, entitlements): let the ORM
+        # cascade from here.
+        FeedDefinition.objects.filter(games=games).delete()
+        for statement in statements[4:]:
             cursor.execute(statement, {"id": games.pk, "prefix": f"{code}/%"})
     return True

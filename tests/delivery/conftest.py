@@ -1,11 +1,11 @@
 import itertools
+import uuid
 
 import pytest
 
-from omnium.clients.models import Client, Destination, Subscription
-from omnium.feeds.models import FeedDefinition
+from omnium.clients.provisioning import provision_destination
 from tests.transports.kits import REDIS_TEST_URL, WEBHOOK_SECRET
-from tests.transports.hosts import SilentHost, WebhookReceiver
+from omnium.loopback.hosts import SilentHost, WebhookReceiver
 
 _names = itertools.count()
 
@@ -25,7 +25,9 @@ def silent_host():
 
 
 def redis_destination_settings(send_timeout=5):
-    return "redis", {"url": REDIS_TEST_URL, "key_prefix": f"test{next(_names)}:", "send_timeout": send_timeout}, {}
+    # A fresh prefix each time: versions restart with every new test database, and an older
+    # run's higher version would (rightly) be kept by write-if-newer.
+    return "redis", {"url": REDIS_TEST_URL, "key_prefix": f"test-{uuid.uuid4().hex[:12]}:", "send_timeout": send_timeout}, {}
 
 
 def webhook_settings(url, send_timeout=5):
@@ -37,15 +39,7 @@ def subscribe(transactional_db):
     """subscribe(games, (kind, config, credentials), feed_types) -> a saved destination."""
 
     def make(games, settings, feed_types=("calendar",), client="acme", **subscription):
-        kind, config, credentials = settings
-        owner, _ = Client.objects.get_or_create(name=client)
-        destination = Destination(client=owner, name=f"{kind}-{next(_names)}", kind=kind, config=config)
-        destination.set_credentials(credentials)
-        destination.full_clean()
-        destination.save()
-        for feed_type in feed_types:
-            definition = FeedDefinition.objects.get(games=games, feed_type=feed_type)
-            Subscription.objects.create(destination=destination, definition=definition, **subscription)
-        return destination
+        name = f"{settings[0]}-{next(_names)}"
+        return provision_destination(client, name, settings, games, feed_types, **subscription)
 
     return make

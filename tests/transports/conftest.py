@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from . import hosts, servers
+from omnium.loopback import hosts, servers
 from .kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
 
 KINDS = ["s3", "sftp", "ftp", "webhook", "redis"]

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from omnium.delivery.transports.base import Transport
 from omnium.delivery.transports.registry import TRANSPORTS
 
-from .hosts import WebhookReceiver
-from .servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
+from omnium.loopback.hosts import WebhookReceiver
+from omnium.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
 
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 REDIS_TEST_URL = f"redis://{LOOPBACK}:6379/14"  # db 14 is ours to flush

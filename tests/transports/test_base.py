@@ -18,8 +18,8 @@ from omnium.delivery.transports.base import (
 )
 from omnium.delivery.transports.registry import TRANSPORTS, choices
 
-from .hosts import SilentHost
-from .servers import LOOPBACK
+from omnium.loopback.hosts import SilentHost
+from omnium.loopback.servers import LOOPBACK
 
 SCHEMA = {
     "host": Setting(str, required=True),

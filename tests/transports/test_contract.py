@@ -12,7 +12,7 @@ import pytest
 from omnium.delivery.transports import TransportError
 
 from .kits import feed_path, next_version
-from .servers import free_port
+from omnium.loopback.servers import free_port
 
 # Small enough to keep the run short, large enough to be far above one read's timeout.
 SEND_TIMEOUT = 3.0

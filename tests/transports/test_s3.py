@@ -10,7 +10,7 @@ import pytest
 from omnium.delivery.transports import TransportError
 
 from .kits import feed_path
-from .servers import freeze, thaw
+from omnium.loopback.servers import freeze, thaw
 
 
 def test_missing_bucket_is_permanent(s3_kit):

@@ -11,7 +11,7 @@ import pytest
 from omnium.delivery.transports import TransportError
 
 from .kits import feed_path
-from .servers import freeze, other_host_keys, thaw
+from omnium.loopback.servers import freeze, other_host_keys, thaw
 
 SEND_TIMEOUT = 3.0
 SLACK = 2.0

@@ -1,4 +1,4 @@
-"""Real servers on loopback for the transport tests, each started on free ports.
+"""Real server processes on loopback, each started on free ports.
 
 S3 is SeaweedFS (`weed mini`), SFTP is OpenSSH's sshd, FTP is pyftpdlib; all run as separate
 processes installed by scripts/test-servers/install.sh. (The webhook receiver and the

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from omnium.delivery.transports.webhook import verify_signature
 
-from .servers import LOOPBACK
+from omnium.loopback.servers import LOOPBACK
 
 # --- webhook receiver ---------------------------------------------------------------------
 

@@ -1,0 +1,250 @@
+#!/usr/bin/env python
+"""Benchmark of push delivery, end to end through real Celery workers and real receivers on
+loopback (SeaweedFS, sshd, pyftpdlib, a webhook receiver, Redis). Prints one JSON object.
+
+  age_*            the proof's age: the file's changed_at -> confirmed at the receiver, for
+                   versions made during a replayed burst, 20 destinations across transports
+  change_to_file_p95_s   every change's commit -> first confirmed file containing it
+  age_p95_with_faults_s  the healthy destinations' p95 with a hanging and a trickling one added
+  fanout_500_s     one change to 500 destinations: commit -> the last confirmation
+  bytes_pushed_one_fixture  all destinations, one fixture's score change
+
+Own PostgreSQL database (omnium_bench_deliver) and Redis databases (2: broker, 5: pull cache).
+Usage: .venv/bin/python bench/deliver.py [--burst-seconds 30]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/omnium_bench_deliver")
+os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
+subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from omnium import localrun  # noqa: E402
+from omnium.clients.models import Client  # noqa: E402
+from omnium.clients.provisioning import provision_destination  # noqa: E402
+from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
+from omnium.feeds.builder import build_file, files_of  # noqa: E402
+from omnium.feeds.latency import percentile  # noqa: E402
+from omnium.feeds.models import FeedVersion, PendingBuild  # noqa: E402
+from omnium.games import workflow  # noqa: E402
+from omnium.games.generator import Generator, delete_games, games_code  # noqa: E402
+from omnium.games.models import Fixture, OutboxEntry  # noqa: E402
+from omnium.games.replay import plan_day, play  # noqa: E402
+from omnium.loopback import receivers as loopback  # noqa: E402
+from omnium.redis_client import redis_client  # noqa: E402
+from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
+
+SEED = 98
+FEEDS = ("calendar", "results", "medals", "standings")
+PER_KIND = 4  # x 5 transports = 20 destinations
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def fresh_games():
+    call_command("migrate", verbosity=0)
+    delete_games(games_code("asian-games", SEED))
+    Client.objects.filter(name__startswith="bench-").delete()
+    PendingBuild.objects.all().delete()
+    redis_client().flushdb()
+    games = Generator("asian-games", SEED).run()
+    for key in files_of(games.code):
+        build_file(key)
+    return games
+
+
+def destinations(games, receivers) -> list:
+    made = []
+    for kind in loopback.KINDS:
+        for n in range(PER_KIND):
+            made.append(provision_destination(f"bench-{kind}", f"{kind}-{n}", receivers.settings(kind, f"{kind}{n}"),
+                                              games, FEEDS))
+    return made
+
+
+def wait_caught_up(timeout: float, destination_ids) -> None:
+    end = time.monotonic() + timeout
+    states = DeliveryState.objects.filter(destination_id__in=destination_ids, dead_lettered_at__isnull=True)
+    while time.monotonic() < end:
+        if not PendingBuild.objects.exists() and not any(s.owed for s in states.all()):
+            return
+        time.sleep(0.25)
+    log("warning: not every destination caught up in time")
+
+
+def latest(model, field):
+    return model.objects.order_by(f"-{field}").values_list(field, flat=True).first() or 0
+
+
+def ages(destination_ids, first_seq) -> list[float]:
+    rows = DeliveryAttempt.objects.filter(destination_id__in=destination_ids, ok=True, seq__gt=first_seq,
+                                          age_ms__isnull=False)
+    return [age / 1000 for age in rows.values_list("age_ms", flat=True)]
+
+
+def burst(games, day: int, seconds: float, destination_ids) -> dict:
+    first_seq, first_outbox = latest(FeedVersion, "seq"), latest(OutboxEntry, "id")
+    play(plan_day(games, day), speed=300, max_seconds=seconds)
+    wait_caught_up(20, destination_ids)
+    return {"first_seq": first_seq, "first_outbox": first_outbox}
+
+
+CHANGE_TO_FILE = """
+WITH changes AS (SELECT id, created_at, xact_id, records FROM games_outbox WHERE id > %(after)s),
+touched AS (
+    SELECT DISTINCT c.id, d.doc_key FROM changes c, jsonb_array_elements(c.records) r, feed_dependency d
+    WHERE d.record_kind = r->>0 AND d.record_id = (r->>1)::uuid),
+first_version AS (
+    SELECT t.id, t.doc_key, MIN(v.seq) AS seq FROM touched t
+    JOIN changes c ON c.id = t.id
+    JOIN feeds_feedversion v ON v.doc_key = t.doc_key AND v.committed_at >= c.created_at
+        AND pg_visible_in_snapshot(c.xact_id, v.snapshot)
+    GROUP BY t.id, t.doc_key)
+SELECT c.id, EXTRACT(EPOCH FROM MIN(a.started_at + a.duration_ms * interval '1 millisecond') - c.created_at)
+FROM changes c JOIN first_version f ON f.id = c.id
+JOIN delivery_deliveryattempt a ON a.doc_key = f.doc_key AND a.seq >= f.seq AND a.ok
+    AND a.destination_id = ANY(%(destinations)s)
+GROUP BY c.id, c.created_at
+"""
+
+
+def change_to_file(after_outbox: int, destination_ids) -> list[float]:
+    with connection.cursor() as cursor:
+        cursor.execute(CHANGE_TO_FILE, {"after": after_outbox, "destinations": list(destination_ids)})
+        return [float(row[1]) for row in cursor.fetchall() if row[1] is not None]
+
+
+def p(values, fraction):
+    value = percentile(values, fraction)
+    return None if value is None else round(value, 3)
+
+
+SEND_PHASES = """
+SELECT EXTRACT(EPOCH FROM a.started_at - v.committed_at), a.duration_ms / 1000.0
+FROM delivery_deliveryattempt a JOIN feeds_feedversion v ON v.seq = a.seq
+WHERE a.ok AND a.seq > %s AND a.destination_id = ANY(%s)
+"""
+
+
+def send_phases(destination_ids, first_seq) -> dict:
+    """Where the age goes after the build: waiting for a sender, then the send itself."""
+    with connection.cursor() as cursor:
+        cursor.execute(SEND_PHASES, [first_seq, list(destination_ids)])
+        rows = cursor.fetchall()
+    waits, sends = [float(r[0]) for r in rows], [float(r[1]) for r in rows]
+    return {"version_to_send_start_p95_s": p(waits, 0.95), "send_duration_p95_s": p(sends, 0.95)}
+
+
+def by_transport(destinations_, first_seq) -> dict:
+    result = {}
+    for kind in loopback.KINDS:
+        ids = [d.pk for d in destinations_ if d.kind == kind]
+        result[kind] = p(ages(ids, first_seq), 0.95)
+    return result
+
+
+def one_fixture(games, destination_ids) -> dict:
+    fixture = Fixture.objects.filter(games=games, event__is_team=True, status="scheduled").order_by("starts_at", "id")[0]
+    first_seq = latest(FeedVersion, "seq")
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 1})
+    time.sleep(1.5)
+    wait_caught_up(20, destination_ids)
+    sent = DeliveryAttempt.objects.filter(destination_id__in=destination_ids, ok=True, seq__gt=first_seq)
+    return {"bytes_pushed_one_fixture": sum(sent.values_list("bytes", flat=True)),
+            "files_pushed_one_fixture": sorted({d.split("/", 1)[1] for d in sent.values_list("doc_key", flat=True)}),
+            "sends_one_fixture": sent.count()}
+
+
+def fanout_500(games, receivers) -> float:
+    Client.objects.filter(name__startswith="bench-").delete()
+    made = [provision_destination("bench-fanout", f"hook-{n}", receivers.settings("webhook", f"f{n}"), games, ["medals"])
+            for n in range(500)]
+    ids = [d.pk for d in made]
+    wait_caught_up(120, ids)
+    time.sleep(3)  # every new queue announced to the delivery worker
+    event = Fixture.objects.filter(games=games, is_medal_fixture=True, status="scheduled").order_by("starts_at")[0]
+    workflow.record_score(event.pk, {c.entry_id: 10 + n for n, c in enumerate(event.competitors.all())})
+    workflow.finish_fixture(event.pk)
+    first_seq = latest(FeedVersion, "seq")
+    winner = event.competitors.order_by("rank").first().entry_id
+    workflow.award_medals(event.event_id, {winner: "gold"})
+    committed = OutboxEntry.objects.order_by("-id").first().created_at
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if DeliveryState.objects.filter(destination_id__in=ids, sent_seq__gt=first_seq).count() == len(ids):
+            break
+        time.sleep(0.1)
+    last = DeliveryState.objects.filter(destination_id__in=ids).order_by("-sent_at").values_list("sent_at", flat=True)[0]
+    return round((last - committed).total_seconds(), 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--burst-seconds", type=float, default=30.0)
+    parser.add_argument("--skip-fanout", action="store_true")
+    args = parser.parse_args()
+    log("generating and building an asian-games-scale Games")
+    games = fresh_games()
+    log("starting receivers")
+    receivers = loopback.start("redis://127.0.0.1:6379/5")
+    env = dict(os.environ)
+    processes = []
+    try:
+        healthy = destinations(games, receivers)
+        ids = [d.pk for d in healthy]
+        processes = [localrun.start_worker(LIVE_QUEUES, "bench-live", 2, env),
+                     localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
+                     localrun.start_delivery_worker("bench-delivery-1", 16, env),
+                     localrun.start_delivery_worker("bench-delivery-2", 16, env),
+                     localrun.start_beat("bench-beat", env)]
+        log("initial catch-up of 20 destinations")
+        wait_caught_up(120, ids)
+        result = one_fixture(games, ids)
+        log(f"burst without faults ({args.burst_seconds:.0f} s)")
+        calm = burst(games, 3, args.burst_seconds, ids)
+        calm_ages = ages(ids, calm["first_seq"])
+        to_file = change_to_file(calm["first_outbox"], ids)
+        result.update({
+            "destinations": len(ids), "sends_measured": len(calm_ages),
+            "age_p50_s": p(calm_ages, 0.5), "age_p95_s": p(calm_ages, 0.95), "age_p99_s": p(calm_ages, 0.99),
+            "change_to_file_p50_s": p(to_file, 0.5), "change_to_file_p95_s": p(to_file, 0.95),
+            "age_p95_by_transport": by_transport(healthy, calm["first_seq"]),
+            **send_phases(ids, calm["first_seq"]),
+        })
+        log("burst with a hanging and a trickling destination")
+        provision_destination("bench-faults", "hanging", receivers.hanging(), games, FEEDS)
+        provision_destination("bench-faults", "trickling", receivers.trickling(send_timeout=30), games, FEEDS)
+        stormy = burst(games, 4, args.burst_seconds, ids)
+        stormy_ages = ages(ids, stormy["first_seq"])
+        result["age_p95_with_faults_s"] = p(stormy_ages, 0.95)
+        result["isolation_ratio"] = round(result["age_p95_with_faults_s"] / result["age_p95_s"], 3)
+        if not args.skip_fanout:
+            log("fan-out to 500 destinations")
+            result["fanout_500_s"] = fanout_500(games, receivers)
+    finally:
+        localrun.stop_all(processes)
+        receivers.stop()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The file a subscription sends: the current version, in the subscription's shape.
+
+Many destinations take the same version of the same file, so each delivery process keeps
+the last bodies and rendered shapes it used (an LRU bounded in bytes): a new calendar
+version is read from PostgreSQL and rendered once per process, not once per destination.
+The cache key includes the version, so a cached copy is never stale.
+"""
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+
+from omnium.clients.transforms import TRANSFORMS
+from omnium.clients.transforms.base import Marks, Rendered
+from omnium.feeds.models import FeedDocument
+
+CACHE_BYTES = 96 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CurrentVersion:
+    doc_key: str
+    seq: int
+    content_hash: bytes
+    changed_at: datetime
+    feed_type: str
+    filter: str
+    built_at: datetime  # with seq, names the exact bytes (even if a test database restarts seq)
+
+
+class ByteBoundedLru:
+    def __init__(self, limit: int):
+        self.limit, self.size = limit, 0
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key, value: bytes | Rendered) -> None:
+        cost = len(value.body if isinstance(value, Rendered) else value)
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = value
+            self.size += cost
+            while self.size > self.limit and len(self._items) > 1:
+                _, dropped = self._items.popitem(last=False)
+                self.size -= len(dropped.body if isinstance(dropped, Rendered) else dropped)
+
+
+_cache = ByteBoundedLru(CACHE_BYTES)
+
+
+def current_version(doc_key: str) -> CurrentVersion | None:
+    row = FeedDocument.objects.filter(doc_key=doc_key).values_list(
+        "seq", "content_hash", "changed_at", "feed_type", "filter", "built_at").first()
+    return None if row is None else CurrentVersion(doc_key, row[0], bytes(row[1]), *row[2:])
+
+
+def render(version: CurrentVersion, transform: str, marks: Marks) -> Rendered:
+    key = (version.doc_key, version.seq, version.built_at, transform, marks)
+    rendered = _cache.get(key)
+    if rendered is None:
+        rendered = TRANSFORMS[transform].render(_body(version), marks)
+        _cache.put(key, rendered)
+    return rendered
+
+
+def _body(version: CurrentVersion) -> bytes:
+    key = (version.doc_key, version.seq, version.built_at)
+    body = _cache.get(key)
+    if body is None:
+        # By seq, not just doc_key: a newer version may have replaced the row meanwhile; then
+        # this version's body is gone and the newer one is sent on the next turn.
+        row = FeedDocument.objects.filter(doc_key=version.doc_key).values_list("seq", "built_at", "body").first()
+        body = bytes(row[2])
+        if (row[0], row[1]) != (version.seq, version.built_at):
+            raise VersionMoved(version.doc_key)
+        _cache.put(key, body)
+    return body
+
+
+class VersionMoved(Exception):
+    """The file got a newer version between reading its version and its body."""
