@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from omnium.pullapi.urls import urlpatterns as pull_api
 
@@ -7,5 +7,6 @@ urlpatterns = [
     # The pull API (/getfeeds, /v1/…) first and not nested in an include: it takes thousands
     # of requests a second, and each level of URL resolving costs every one of them.
     *pull_api,
+    path("admin/delivery/", include("omnium.delivery.views")),
     path("admin/", admin.site.urls),
 ]

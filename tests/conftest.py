@@ -1,4 +1,6 @@
 import pytest
+
+pytest_plugins = ["tests.delivery.fixtures"]
 from django.conf import settings
 
 from omnium.redis_client import redis_client

@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -56,11 +58,48 @@ class SubscriptionInline(admin.TabularInline):
 @admin.register(Destination)
 class DestinationAdmin(admin.ModelAdmin):
     form = DestinationForm
-    list_display = ["name", "client", "kind", "enabled", "fenced", "files_owed", "fast_retries"]
+    list_display = ["name", "client", "kind", "enabled", "fenced", "files_owed", "fast_retries", "status_link"]
     list_filter = ["kind", "enabled", "fenced", "client"]
     search_fields = ["name", "client__name"]
     list_select_related = ["client"]
     inlines = [SubscriptionInline]
+    actions = ["pause", "resume", "retry_now", "replay_dead_letters"]
+
+    @admin.display(description="status")
+    def status_link(self, destination):
+        url = reverse("delivery-client-status", args=[destination.client_id])
+        return format_html('<a href="{}#destination-{}">status</a>', url, destination.pk)
+
+    @admin.action(description="Pause the selected destinations")
+    def pause(self, request, queryset):
+        from omnium.delivery import control
+
+        for destination in queryset:
+            control.pause(destination.pk, f"paused from the destination list by {request.user}", by=request.user)
+        self.message_user(request, f"{queryset.count()} destination(s) paused.", messages.SUCCESS)
+
+    @admin.action(description="Resume the selected destinations")
+    def resume(self, request, queryset):
+        from omnium.delivery import control
+
+        for destination in queryset:
+            control.resume(destination.pk, by=request.user)
+        self.message_user(request, f"{queryset.count()} destination(s) resumed.", messages.SUCCESS)
+
+    @admin.action(description="Retry the selected destinations now")
+    def retry_now(self, request, queryset):
+        from omnium.delivery import control
+
+        for destination in queryset:
+            control.retry_now(destination.pk)
+        self.message_user(request, f"{queryset.count()} destination(s) retrying now.", messages.SUCCESS)
+
+    @admin.action(description="Replay all dead letters of the selected destinations")
+    def replay_dead_letters(self, request, queryset):
+        from omnium.delivery import control
+
+        replayed = sum(control.replay_dead_letters(destination.pk) for destination in queryset)
+        self.message_user(request, f"{replayed} dead letter(s) replayed.", messages.SUCCESS)
 
     def get_queryset(self, request):
         owed = Q(states__wanted_seq__gt=F("states__sent_seq")) | Q(states__force_resend=True)

@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
+from omnium.delivery import control
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
-from omnium.delivery.queues import kick
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -15,19 +15,17 @@ class ReadOnly(admin.ModelAdmin):
 @admin.register(DeliveryState)
 class DeliveryStateAdmin(ReadOnly):
     list_display = ["doc_key", "destination", "wanted_seq", "sent_seq", "sent_at", "age_ms", "sent_bytes",
-                    "receipt", "last_error"]
-    list_filter = ["destination__client", "destination"]
+                    "receipt", "dead_lettered_at", "last_error"]
+    list_filter = [("dead_lettered_at", admin.EmptyFieldListFilter), "destination__client", "destination"]
     search_fields = ["doc_key", "destination__name", "receipt"]
     list_select_related = ["destination__client"]
     exclude = ["sent_hash"]
     actions = ["resend"]
 
-    @admin.action(description="Resend the selected files now")
+    @admin.action(description="Resend / replay the selected files now")
     def resend(self, request, queryset):
-        updated = queryset.update(force_resend=True)
-        for destination_id in set(queryset.values_list("destination_id", flat=True)):
-            kick(destination_id)
-        self.message_user(request, f"{updated} file(s) will be resent.", messages.SUCCESS)
+        resent = control.resend(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{resent} file(s) will be resent.", messages.SUCCESS)
 
 
 @admin.register(DeliveryAttempt)

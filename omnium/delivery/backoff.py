@@ -58,7 +58,7 @@ def failed(destination, error: str, retry_after: float | None = None) -> float:
         open_alert("destination_failing", f"destination:{destination.pk}",
                    f"{destination} failed {failures} times in a row: {error}",
                    destination=destination.pk, client=destination.client.name)
-        health.record_event("alert_opened", destination.pk, kind="destination_failing")
+        health.record_event("alert_opened", destination.pk, alert="destination_failing")
     from omnium.delivery.queues import kick
 
     kick(destination.pk, countdown=delay)
@@ -80,4 +80,4 @@ def succeeded(destination) -> None:
     if row and row[0]:
         health.publish_status(destination.pk, health.RUNNING, last_success=time.time())
         if resolve_alert("destination_failing", f"destination:{destination.pk}"):
-            health.record_event("alert_resolved", destination.pk, kind="destination_failing")
+            health.record_event("alert_resolved", destination.pk, alert="destination_failing")

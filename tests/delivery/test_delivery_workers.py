@@ -12,7 +12,7 @@ from omnium.games import workflow
 from omnium.games.models import Fixture
 from tests import processes
 from tests.conftest import ALL_QUEUES
-from tests.delivery.conftest import redis_destination_settings, webhook_settings
+from tests.delivery.fixtures import redis_destination_settings, webhook_settings
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.worker

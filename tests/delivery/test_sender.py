@@ -11,7 +11,7 @@ from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.generator import Generator
 from omnium.games.models import Fixture
-from tests.delivery.conftest import redis_destination_settings, webhook_settings
+from tests.delivery.fixtures import redis_destination_settings, webhook_settings
 from tests.transports.kits import REDIS_TEST_URL
 
 

@@ -1,3 +1,5 @@
+"""Delivery fixtures shared by the delivery and operations tests: receivers and destinations."""
+
 import itertools
 import uuid
 

@@ -1,0 +1,52 @@
+"""The delivery status screens (staff only, inside the admin) and the destination controls."""
+
+from django.contrib import admin, messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from omnium.clients.models import Client, Destination
+from omnium.delivery import control, status
+
+
+def overview(request):
+    context = {**admin.site.each_context(request), **status.overview()}
+    return render(request, "admin/delivery/overview.html", context)
+
+
+def client_status(request, client_id: int):
+    client = get_object_or_404(Client, pk=client_id)
+    context = {**admin.site.each_context(request), "client": client, "destinations": status.client_status(client)}
+    return render(request, "admin/delivery/client_status.html", context)
+
+
+@require_POST
+def destination_control(request, destination_id: int):
+    destination = get_object_or_404(Destination, pk=destination_id)
+    action = request.POST.get("action")
+    if action == "pause":
+        reason = request.POST.get("reason", "").strip()
+        if not reason:
+            messages.error(request, "Say why the destination is paused.")
+        else:
+            control.pause(destination.pk, reason, by=request.user)
+            messages.success(request, f"{destination.name} paused.")
+    elif action == "resume":
+        control.resume(destination.pk, by=request.user)
+        messages.success(request, f"{destination.name} resumed.")
+    elif action == "retry":
+        control.retry_now(destination.pk)
+        messages.success(request, f"{destination.name}: retrying now.")
+    elif action == "replay":
+        messages.success(request, f"{control.replay_dead_letters(destination.pk)} dead letter(s) replayed.")
+    else:
+        messages.error(request, f"Unknown action {action!r}.")
+    return redirect(reverse("delivery-client-status", args=[destination.client_id]) + f"#destination-{destination.pk}")
+
+
+urlpatterns = [
+    path("status/", admin.site.admin_view(overview), name="delivery-overview"),
+    path("status/client/<int:client_id>/", admin.site.admin_view(client_status), name="delivery-client-status"),
+    path("status/destination/<int:destination_id>/control/", admin.site.admin_view(destination_control),
+         name="delivery-destination-control"),
+]

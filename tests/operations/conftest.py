@@ -1,0 +1,56 @@
+"""Local alert channels: an SMTP server (aiosmtpd) and a Slack-compatible webhook receiver."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from aiosmtpd.controller import Controller
+from django.test import override_settings
+
+from omnium.loopback.servers import free_port
+
+
+class MailBox:
+    def __init__(self):
+        self.messages = []
+
+    async def handle_DATA(self, server, session, envelope):
+        self.messages.append(envelope.content.decode(errors="replace"))
+        return "250 OK"
+
+
+class SlackReceiver:
+    def __init__(self):
+        self.posts = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                receiver.posts.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+                self.send_response(200)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/hooks/omnium"
+
+
+@pytest.fixture
+def alert_channels():
+    """Real SMTP and HTTP receivers, and settings that point the alert channels at them."""
+    mailbox, port = MailBox(), free_port()
+    smtp = Controller(mailbox, hostname="127.0.0.1", port=port)
+    smtp.start()
+    slack = SlackReceiver()
+    with override_settings(OMNIUM_ALERT_SLACK_URL=slack.url, OMNIUM_ALERT_EMAILS=["ops@example.org"],
+                           EMAIL_HOST="127.0.0.1", EMAIL_PORT=port,
+                           EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend"):
+        yield slack, mailbox
+    smtp.stop()
+    slack.http.shutdown()

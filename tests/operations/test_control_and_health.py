@@ -1,0 +1,132 @@
+"""Pause, resume and health through real delivery workers; status screens; refusals."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from omnium.clients.models import Client
+from omnium.delivery import control, health
+from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.feeds.models import FeedDocument
+from omnium.games import workflow
+from omnium.games.models import Fixture
+from tests import processes
+from tests.conftest import ALL_QUEUES
+from tests.delivery.fixtures import redis_destination_settings, webhook_settings
+from tests.waiting import wait_until
+
+FAST = {"OMNIUM_SWEEP_INTERVAL_S": 0.5, "OMNIUM_DELIVERY_LEASE_MARGIN_S": 5}
+
+
+def calendar_seq(games) -> int:
+    return FeedDocument.objects.get(doc_key=f"{games.code}/calendar").seq
+
+
+def score(games, value):
+    fixture = Fixture.objects.filter(games=games).order_by("starts_at", "id").first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: value})
+
+
+@pytest.mark.worker
+def test_pausing_stops_sends_within_a_second_and_resuming_sends_only_the_newest(small_games, subscribe, clean_redis):
+    started = [processes.start_worker(ALL_QUEUES, "builds", **FAST), processes.start_delivery_worker("delivery", **FAST)]
+    try:
+        destination = subscribe(small_games, redis_destination_settings())
+        wait_until(lambda: DeliveryState.objects.filter(destination=destination, sent_seq=calendar_seq(small_games)).exists())
+        control.pause(destination.pk, "client asked for a maintenance window")
+        paused_at = time.monotonic()
+        before = DeliveryAttempt.objects.filter(destination=destination).count()
+
+        for value in (1, 2):
+            score(small_games, value)
+            time.sleep(3.5)  # past the 3 s build cap: each change is a new version
+        newest = calendar_seq(small_games)
+        assert time.monotonic() - paused_at > 1
+        assert DeliveryAttempt.objects.filter(destination=destination).count() == before, "sent while paused"
+
+        control.resume(destination.pk)
+        wait_until(lambda: DeliveryState.objects.filter(destination=destination, sent_seq=newest).exists(), 10)
+        sent_after = list(DeliveryAttempt.objects.filter(destination=destination).order_by("pk")
+                          .values_list("seq", flat=True))[before:]
+        assert sent_after == [newest]
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+@pytest.mark.worker
+def test_health_shows_failing_and_the_heartbeat_vanishes_when_the_worker_dies(small_games, subscribe, receiver,
+                                                                              clean_redis):
+    receiver.replies.extend([(503, {})] * 50)
+    delivery = processes.start_delivery_worker("delivery-health", OMNIUM_DELIVERY_SLOW_RETRY_S=0.5, **FAST)
+    beat = processes.start_beat("beat-health", **FAST)
+    try:
+        destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=0)
+        failing = wait_until(lambda: health.read(destination.pk).get("status") == health.FAILING and
+                             health.read(destination.pk), 15, message="status failing")
+        assert int(failing["errors"]) >= 1
+        wait_until(lambda: health.read(destination.pk)["stalled"] is False, health.HEARTBEAT_INTERVAL_S + 2,
+                   message="the worker's heartbeat covers the new destination")
+        delivery.kill()
+        wait_until(lambda: health.read(destination.pk)["stalled"], health.HEARTBEAT_TTL_S + 5,
+                   message="heartbeat gone")
+    finally:
+        beat.stop()
+        delivery.stop()
+
+
+def test_the_client_status_screen_shows_what_each_file_last_received(small_games, subscribe, receiver, admin_client):
+    from omnium.delivery import sender
+
+    destination = subscribe(small_games, webhook_settings(receiver.url), feed_types=("calendar", "medals"))
+    sender.drain(destination.pk)
+    state = DeliveryState.objects.get(destination=destination, doc_key__endswith="calendar")
+
+    page = admin_client.get(f"/admin/delivery/status/client/{destination.client_id}/").content.decode()
+
+    assert f"{small_games.code}/calendar" in page and f"{small_games.code}/medals" in page
+    assert str(state.sent_seq) in page and state.sent_at.strftime("%Y-%m-%d %H:%M:%S") in page
+    assert state.receipt[:20] in page and "up to date" in page and "<svg" in page
+
+
+def test_the_overview_lists_switched_off_clients_and_failing_destinations_first(small_games, subscribe, receiver,
+                                                                                admin_client):
+    from omnium.delivery import sender
+
+    healthy = subscribe(small_games, redis_destination_settings(), client="Alpha")
+    broken = subscribe(small_games, webhook_settings(receiver.url), client="Zulu", fast_retries=0)
+    receiver.replies.append((503, {}))
+    sender.drain(broken.pk)
+    sender.drain(healthy.pk)
+    Client.objects.create(name="Bravo").switch_off("unpaid invoice")
+
+    page = admin_client.get("/admin/delivery/status/").content.decode()
+
+    assert "Switched-off clients" in page and "unpaid invoice" in page
+    assert page.index(broken.name) < page.index(healthy.name), "the failing destination comes first"
+
+
+def test_switching_off_a_client_without_a_reason_is_refused(transactional_db):
+    client = Client.objects.create(name="NoReason")
+    with pytest.raises(ValidationError, match="Say why"):
+        client.switch_off("   ")
+    assert Client.objects.get(pk=client.pk).active
+
+
+def test_fast_retries_outside_its_bounds_is_refused(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    destination.fast_retries = 11
+    with pytest.raises(ValidationError, match="less than or equal to 10"):
+        destination.full_clean()
+
+
+def test_an_invalid_slack_url_stops_the_process_at_start_with_a_clear_message():
+    env = {**os.environ, "OMNIUM_ALERT_SLACK_URL": "hooks.slack.com/services/T000/B000/XXX"}
+    run = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True,
+                         text=True, cwd=processes.localrun.ROOT)
+    assert run.returncode != 0
+    assert "OMNIUM_ALERT_SLACK_URL must be an http(s) URL" in run.stderr

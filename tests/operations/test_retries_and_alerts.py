@@ -1,0 +1,127 @@
+"""Retries that never stop, dead letters, and alerts on real channels (in-process senders)."""
+
+from django.conf import settings
+from django.test import override_settings
+
+from omnium.alerts import notices
+from omnium.alerts.models import Alert
+from omnium.delivery import backoff, control, freshness, sender
+from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
+from omnium.feeds.builder import build_file
+from omnium.games import workflow
+from omnium.games.models import Fixture
+from tests.delivery.fixtures import webhook_settings
+
+FAST_CLOCK = {**settings.OMNIUM, "DELIVERY_SLOW_RETRY_S": 0.01, "BEHIND_AFTER_S": 0.5}
+
+
+def new_version(games, score) -> int:
+    fixture = Fixture.objects.filter(games=games).order_by("starts_at", "id").first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: score})
+    return build_file(f"{games.code}/calendar").seq
+
+
+def try_again(destination) -> str:
+    control.retry_now(destination.pk)  # the compressed clock: no waiting out the back-off
+    return sender.drain(destination.pk)
+
+
+def send_notices():
+    for alert in notices.unsent():
+        notices.send_pending(alert)
+
+
+@override_settings(OMNIUM=FAST_CLOCK)
+def test_a_destination_down_for_long_gets_the_newest_version_when_back_and_proof_once(small_games, subscribe,
+                                                                                       receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=2)
+    receiver.replies.extend([(503, {})] * 40)  # "down for 20 minutes": 40 tries at the slow pace
+    outcomes = [try_again(destination) for _ in range(20)]
+    newest = [new_version(small_games, score) for score in (1, 2, 3)][-1]
+    outcomes += [try_again(destination) for _ in range(20)]
+    assert set(outcomes) == {sender.FAILED}
+    assert SenderState.objects.get(pk=destination.pk).consecutive_failures == 40, "it never gave up"
+
+    assert try_again(destination) == sender.DRAINED
+
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.sent_seq == newest and state.dead_lettered_at is None
+    assert DeliveryAttempt.objects.filter(destination=destination, ok=True).count() == 1
+    assert DeliveryAttempt.objects.get(destination=destination, ok=True).seq == newest
+
+
+def test_after_fast_retries_a_destination_retries_every_slow_interval_forever():
+    assert [round(backoff.delay_after(n, fast_retries=3)) for n in (4, 10, 1000)] == [300, 300, 300]
+    assert all(0.5 <= backoff.delay_after(1, 3) <= 1.0 for _ in range(20))
+
+
+@override_settings(OMNIUM=FAST_CLOCK)
+def test_three_failures_make_one_alert_and_recovery_one_resolution(small_games, subscribe, receiver, alert_channels):
+    slack, mailbox = alert_channels
+    destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=1)
+    receiver.replies.extend([(503, {})] * 103)
+    for _ in range(3):
+        try_again(destination)
+    send_notices()
+    assert len(slack.posts) == 1 and "OPEN destination_failing" in slack.posts[0]["text"]
+    assert len(mailbox.messages) == 1 and "destination_failing" in mailbox.messages[0]
+
+    for _ in range(100):
+        try_again(destination)
+    send_notices()
+    assert len(slack.posts) == 1 and len(mailbox.messages) == 1, "a failure storm is one alert"
+
+    assert try_again(destination) == sender.DRAINED
+    send_notices()
+    assert len(slack.posts) == 2 and "RESOLVED destination_failing" in slack.posts[1]["text"]
+    assert len(mailbox.messages) == 2
+    assert Alert.objects.get(kind="destination_failing").resolved_at is not None
+
+
+@override_settings(OMNIUM=FAST_CLOCK)
+def test_an_alert_that_cannot_be_sent_is_kept_for_later_and_delivery_goes_on(small_games, subscribe, receiver,
+                                                                             silent_host):
+    with override_settings(OMNIUM_ALERT_SLACK_URL=f"http://127.0.0.1:{silent_host.port}/hook", OMNIUM_ALERT_EMAILS=[]):
+        destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=1)
+        receiver.replies.extend([(503, {})] * 3)
+        for _ in range(3):
+            try_again(destination)
+        alert = Alert.objects.get(kind="destination_failing")
+        assert notices.send_pending(alert) is False
+        assert try_again(destination) == sender.DRAINED, "delivery does not wait for the alert"
+    alert.refresh_from_db()
+    assert alert.opening_sent_at is None and alert.send_attempts == 1 and "slack" in alert.last_send_error
+    assert alert in notices.unsent()
+
+
+@override_settings(OMNIUM=FAST_CLOCK)
+def test_a_destination_owed_a_version_too_long_is_behind_even_without_failures(small_games, subscribe, receiver):
+    import time
+
+    destination = subscribe(small_games, webhook_settings(receiver.url))  # owed, but no sender runs
+    time.sleep(0.6)
+
+    assert freshness.check_behind() == 1
+    alert = Alert.objects.get(kind="destination_behind", resolved_at__isnull=True)
+    assert alert.subject == f"destination:{destination.pk}"
+    assert not DeliveryAttempt.objects.exists(), "no send failed: it is simply behind"
+
+    sender.drain(destination.pk)
+    assert freshness.check_behind() == 0
+    assert Alert.objects.get(pk=alert.pk).resolved_at is not None
+
+
+def test_a_permanent_error_is_a_dead_letter_until_replayed(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    receiver.replies.append((410, {}))
+
+    assert sender.drain(destination.pk) == sender.FAILED
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.dead_lettered_at is not None and "410" in state.last_error
+    control.retry_now(destination.pk)
+    assert sender.drain(destination.pk) == sender.IDLE, "a dead letter waits for a person"
+
+    assert control.replay_dead_letters(destination.pk) == 1
+    control.retry_now(destination.pk)
+    assert sender.drain(destination.pk) == sender.DRAINED
+    assert DeliveryState.objects.get(pk=state.pk).sent_seq > 0
