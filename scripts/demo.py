@@ -4,9 +4,10 @@
 Loads an asian-games-scale Games and builds its files; starts real receivers on loopback (an
 S3-compatible server, an SFTP server with its own host key, an FTP server, a webhook receiver
 that verifies signatures, and a host that accepts connections and never answers); creates
-demo clients subscribed to the Games; starts Celery (a live-lane worker, a bulk-lane worker,
-a delivery worker with 32 threads, beat) and Flower; replays part of a Games day at high speed
-through the workflow commands; and prints what was built and what landed where, with proof.
+demo clients subscribed to the Games, the pull cache and a pull client with a key; starts
+Celery (a live-lane worker, a bulk-lane worker, a delivery worker with 32 threads, beat),
+Flower and the API/admin server (granian); replays part of a Games day at high speed through
+the workflow commands; and prints what was built and what landed where, with proof.
 
 Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself after N seconds.
 Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300), DEMO_REPLAY_SECONDS (default 90).
@@ -49,7 +50,7 @@ DEADLINE = time.monotonic() + float(os.environ["DEMO_SECONDS"]) if os.environ.ge
 DAY = int(os.environ.get("DEMO_DAY", "3"))
 SPEED = float(os.environ.get("DEMO_SPEED", "300"))
 REPLAY_SECONDS = float(os.environ.get("DEMO_REPLAY_SECONDS", "90"))
-PULL_CACHE_URL = "redis://127.0.0.1:6379/4"  # the demo's pull cache, apart from the broker's db
+API_PORT = 8000
 
 # (client, destination, kind or a fault, [(feed type, subscription fields)])
 DEMO_DESTINATIONS = [
@@ -59,9 +60,6 @@ DEMO_DESTINATIONS = [
     ("ScoreApp", "ScoreApp webhook", "webhook",
      [("medals", {"transform": "legacy", "include_version": True}), ("standings", {})]),
     ("Archive", "Archive over FTP", "ftp", [("calendar", {}), ("entries", {}), ("participants", {})]),
-    ("Pull cache", "Redis pull cache", "redis",
-     [(t, {"file_name_template": "{doc_key}"}) for t in
-      ("calendar", "medals", "results", "entries", "participants", "standings", "country")]),
     ("DailyHunt", "DailyHunt over SFTP (host hangs)", "hanging", [("calendar", {}), ("results", {})]),
 ]
 
@@ -91,6 +89,37 @@ def create_demo_clients(games: Games, receivers) -> None:
         settings_ = receivers.hanging() if kind == "hanging" else receivers.settings(kind, client.lower().replace(" ", "-"))
         provision_destination(client, name, settings_, games, subscriptions)
         say(f"  {client:<11} {name}")
+
+
+def set_up_pull(games: Games) -> str:
+    """The pull cache's Redis destinations, a demo pull client and its key (shown once)."""
+    from omnium.clients.models import ApiKey, Entitlement
+    from omnium.feeds.models import FeedDefinition
+
+    call_command("ensure_pull_cache", games=games.code, no_build=True, stdout=open(os.devnull, "w"))
+    client, _ = Client.objects.get_or_create(name="Google Cricket (pull)")
+    for feed_type in ("medals", "calendar", "results"):
+        Entitlement.objects.get_or_create(client=client, definition=FeedDefinition.objects.get(games=games, feed_type=feed_type))
+    _, plain = ApiKey.issue(client, "demo")
+    return plain
+
+
+def admin_password() -> str:
+    from django.contrib.auth import get_user_model
+
+    password = secrets.token_urlsafe(10)
+    user, _ = get_user_model().objects.get_or_create(username="ops", defaults={"is_staff": True, "is_superuser": True})
+    user.is_staff = user.is_superuser = True
+    user.set_password(password)
+    user.save()
+    return password
+
+
+def start_api_server() -> localrun.LocalProcess:
+    from omnium.pullapi.serving import start_api
+
+    call_command("collectstatic", interactive=False, verbosity=0)
+    return start_api(API_PORT, "demo-api", dict(os.environ), workers=2, static_root=str(settings.STATIC_ROOT))
 
 
 def start_pipeline() -> list:
@@ -185,11 +214,18 @@ def main() -> None:
     try:
         games = load_and_build()
         say("starting receivers on loopback: SeaweedFS (S3), sshd (SFTP), pyftpdlib (FTP), webhook, a hanging host")
-        receivers = loopback.start(PULL_CACHE_URL)
+        receivers = loopback.start(settings.REDIS_URL)
         say("creating demo clients:")
         create_demo_clients(games, receivers)
+        key = set_up_pull(games)
         processes = start_pipeline()
         processes.append(start_flower())
+        processes.append(start_api_server())
+        password = admin_password()
+        say(f"admin and status screens: http://127.0.0.1:{API_PORT}/admin/delivery/status/  (user ops, password {password})")
+        say("pull a file (the key is shown once):")
+        print(f"  curl --compressed -i -H 'Authorization: Bearer {key}' http://127.0.0.1:{API_PORT}/v1/feeds/{games.code}/medals",
+              flush=True)
         from django.utils import timezone
 
         since = timezone.now()
