@@ -70,3 +70,24 @@ def test_a_stat_job_that_keeps_failing_opens_one_alert_naming_stat_and_fixture(g
     assert alert.subject == f"medal_standings:fixture={final.pk}"
     assert "medal count does not add up" in alert.message and games.code in alert.message
     assert StatJob.objects.get(pk=job.pk).state == "failed"
+
+
+@pytest.mark.worker
+def test_a_backfill_never_sits_in_front_of_a_live_match(games, clean_redis):
+    from django.db import transaction
+
+    from omnium.routing import BACKFILL, LIVE, LIVE_QUEUES
+    from tests import processes
+
+    with transaction.atomic():
+        backfill = [statjobs.enqueue(games, "medal_standings", BACKFILL) for _ in range(30)]
+    event = MedalEvent.objects.filter(games=games).first()
+    award_gold_to_the_winner(event)  # the live job, queued after the backfill
+    live_job = StatJob.objects.get(lane=LIVE)
+
+    worker = processes.start_worker(LIVE_QUEUES, "live-only")
+    try:
+        wait_until(lambda: StatJob.objects.get(pk=live_job.pk).state == "done", 10, message="live job done")
+    finally:
+        worker.stop()
+    assert StatJob.objects.filter(pk__in=[j.pk for j in backfill], state="pending").count() == 30
