@@ -35,5 +35,7 @@ demo: database test-servers
 test: install services test-servers
 	REDIS_URL=redis://127.0.0.1:6379/15 $(PY) -m pytest
 
-bench: database
+bench: database test-servers
 	$(PY) bench/build.py
+	$(PY) bench/deliver.py
+	$(PY) bench/pull.py
