@@ -16,21 +16,14 @@ Usage: .venv/bin/python bench/deliver.py [--burst-seconds 30]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/omnium_bench_deliver")
-os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/2")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
-subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.environment import prepare  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+prepare("omnium_bench_deliver", redis_db=2)
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402

@@ -1,0 +1,21 @@
+"""What every benchmark does first: its own PostgreSQL database and Redis database, so that a
+run never touches the demo's data, then Django set up against them."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def prepare(database: str, redis_db: int) -> None:
+    """Point this process (and the workers it starts) at the bench's databases; set Django up."""
+    sys.path.insert(0, str(ROOT))
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{database}")
+    os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
+    import django
+
+    django.setup()
