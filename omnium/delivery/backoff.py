@@ -9,7 +9,6 @@ import random
 import time
 from datetime import timedelta
 
-from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -65,19 +64,8 @@ def failed(destination, error: str, retry_after: float | None = None) -> float:
     return delay
 
 
-RECORD_SUCCESS = """
-UPDATE delivery_senderstate new SET consecutive_failures = 0, retry_at = NULL, last_error = '',
-    last_success_at = clock_timestamp()
-FROM delivery_senderstate old WHERE new.destination_id = %s AND old.destination_id = new.destination_id
-RETURNING old.consecutive_failures
-"""
-
-
-def succeeded(destination) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(RECORD_SUCCESS, [destination.pk])
-        row = cursor.fetchone()
-    if row and row[0]:
-        health.publish_status(destination.pk, health.RUNNING, last_success=time.time())
-        if resolve_alert("destination_failing", f"destination:{destination.pk}"):
-            health.record_event("alert_resolved", destination.pk, alert="destination_failing")
+def recovered(destination) -> None:
+    """The first success after failures (the sender's proof statement reset the count)."""
+    health.publish_status(destination.pk, health.RUNNING, last_success=time.time())
+    if resolve_alert("destination_failing", f"destination:{destination.pk}"):
+        health.record_event("alert_resolved", destination.pk, alert="destination_failing")

@@ -1,5 +1,7 @@
 """Owed and sent versions per (subscription, file), the proof of delivery, and the senders' state."""
 
+import time
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -100,5 +102,13 @@ class DeliverySwitch(models.Model):
 
     @classmethod
     def is_on(cls) -> bool:
-        row = cls.objects.filter(pk=1).values_list("enabled", flat=True).first()
-        return True if row is None else row
+        """Read at most once a second per process: every drain asks, and a switch-off need only
+        take effect within a second."""
+        now = time.monotonic()
+        if now >= _switch_cache[1]:
+            row = cls.objects.filter(pk=1).values_list("enabled", flat=True).first()
+            _switch_cache[:] = [True if row is None else row, now + 1.0]
+        return _switch_cache[0]
+
+
+_switch_cache = [True, 0.0]  # [enabled, valid until (monotonic)]

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
-from omnium.clients.models import Destination, Subscription
+from omnium.clients.models import Destination
 from omnium.clients.transforms.base import Marks
 from omnium.delivery import backoff, health, lease, rendering
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
@@ -32,14 +32,32 @@ BUSY, OFF, IDLE, DRAINED, FAILED, LOST_LEASE = "busy", "off", "idle", "drained",
 
 @dataclass(frozen=True)
 class OwedFile:
+    """The next file a destination is owed, with what sending it needs (one query, not five)."""
+
     state_id: int
     subscription_id: int
     doc_key: str
+    transform: str
+    file_name_template: str
+    include_version: bool
+    include_result_marks: bool
+    games_code: str
+    version: rendering.CurrentVersion | None  # None: the file no longer exists
+    gate: str | None  # backoff.PAUSED / backoff.WAITING: the destination must not send now
+    failures_before: int
 
 
 NEXT_OWED = """
-SELECT ds.id, ds.subscription_id, ds.doc_key FROM delivery_state ds
+SELECT ds.id, ds.subscription_id, ds.doc_key, s.transform, s.file_name_template, s.include_version,
+       s.include_result_marks, g.code, d.seq, d.content_hash, d.changed_at, d.feed_type, d.filter,
+       d.built_at, COALESCE(ss.paused, false), ss.retry_at > clock_timestamp(),
+       COALESCE(ss.consecutive_failures, 0)
+FROM delivery_state ds
 JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+JOIN feeds_feeddefinition fd ON fd.id = s.definition_id
+JOIN games_games g ON g.id = fd.games_id
+LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
+LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
 WHERE ds.destination_id = %s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
   AND ds.dead_lettered_at IS NULL
 ORDER BY ds.wanted_at, ds.id LIMIT 1
@@ -50,7 +68,15 @@ def next_owed(destination_id: int) -> OwedFile | None:
     with connection.cursor() as cursor:
         cursor.execute(NEXT_OWED, [destination_id])
         row = cursor.fetchone()
-    return OwedFile(*row) if row else None
+    if row is None:
+        return None
+    (state_id, subscription_id, doc_key, transform, template, with_version, with_marks, games_code,
+     seq, content_hash, changed_at, feed_type, filter, built_at, paused, waiting, failures) = row
+    version = None if seq is None else rendering.CurrentVersion(
+        doc_key, seq, bytes(content_hash), changed_at, feed_type, filter, built_at)
+    gate = backoff.PAUSED if paused else backoff.WAITING if waiting else None
+    return OwedFile(state_id, subscription_id, doc_key, transform, template, with_version, with_marks,
+                    games_code, version, gate, failures)
 
 
 def drain(destination_id: int) -> str:
@@ -67,7 +93,7 @@ def drain(destination_id: int) -> str:
         lease.release(destination_id, token)
     # A kick that arrived while we held the lease returned at once: look again, so that no
     # wake-up is lost between our last look and the release.
-    if outcome == DRAINED and next_owed(destination_id) and backoff.gate(destination_id) is None:
+    if outcome == DRAINED and (owed := next_owed(destination_id)) and owed.gate is None:
         from omnium.delivery.queues import kick
 
         kick(destination_id)
@@ -79,9 +105,9 @@ def _drain_under_lease(destination: Destination, token) -> str:
     if not destination.can_send() or not DeliverySwitch.is_on():
         return OFF
     sent, started = 0, time.monotonic()
+    # The gate is read with every file, so a pause or a back-off set elsewhere takes effect at once.
     while (owed := next_owed(destination_id)) is not None:
-        # Read before every file, so a pause or a back-off set elsewhere takes effect at once.
-        if backoff.gate(destination_id) is not None:
+        if owed.gate is not None:
             return IDLE
         if time.monotonic() - started > DRAIN_BUDGET_S:
             return DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
@@ -95,18 +121,17 @@ def _drain_under_lease(destination: Destination, token) -> str:
 
 def send_one(destination: Destination, owed: OwedFile) -> bool:
     """Push the current version of one owed file; True when its proof is recorded."""
-    subscription = Subscription.objects.select_related("definition__games").get(pk=owed.subscription_id)
-    version = rendering.current_version(owed.doc_key)
+    version = owed.version
     if version is None:  # the file was removed; nothing to send
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
         return True
     try:
-        rendered = rendering.render(version, subscription.transform, _marks(subscription, version))
+        rendered = rendering.render(version, owed.transform, _marks(owed))
     except rendering.VersionMoved:
         return True  # a newer version arrived this instant; the next turn sends it
-    path = file_names.render(subscription.file_name_template, subscription.definition.games.code,
-                             version.feed_type, version.filter, rendered.extension)
-    attempt = DeliveryAttempt.objects.create(destination=destination, subscription=subscription,
+    path = file_names.render(owed.file_name_template, owed.games_code, version.feed_type, version.filter,
+                             rendered.extension)
+    attempt = DeliveryAttempt.objects.create(destination=destination, subscription_id=owed.subscription_id,
                                              doc_key=owed.doc_key, seq=version.seq)
     started = time.monotonic()
     try:
@@ -116,35 +141,43 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt, exc, started)
         return False
-    age_ms = _record_proof(owed, version, rendered, receipt, path)
+    age_ms = _record_proof(destination, owed, version, rendered, receipt, path)
     _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text, age_ms=age_ms)
-    backoff.succeeded(destination)
+    if owed.failures_before:
+        backoff.recovered(destination)
     health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body),
                         age_ms=age_ms)
     return True
 
 
-def _marks(subscription: Subscription, document) -> Marks:
-    return Marks(version=document.seq if subscription.include_version else None,
-                 result_status=subscription.include_result_marks)
+def _marks(owed: OwedFile) -> Marks:
+    return Marks(version=owed.version.seq if owed.include_version else None,
+                 result_status=owed.include_result_marks)
 
 
+# The proof, and the destination's success, in one statement.
 RECORD_PROOF = """
+WITH proof AS (
 UPDATE delivery_state SET
     sent_seq = GREATEST(sent_seq, %(seq)s), sent_hash = %(hash)s, sent_bytes = %(bytes)s,
     receipt = %(receipt)s, sent_path = %(path)s, sent_at = clock_timestamp(),
     age_ms = GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - %(changed_at)s) * 1000)::int,
     force_resend = false, last_error = '', last_attempt_at = clock_timestamp()
 WHERE id = %(id)s AND (sent_seq < %(seq)s OR force_resend)
-RETURNING age_ms
+RETURNING age_ms),
+success AS (
+UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive_failures = 0,
+    retry_at = NULL, last_error = ''
+WHERE destination_id = %(destination)s)
+SELECT age_ms FROM proof
 """
 
 
-def _record_proof(owed: OwedFile, document, rendered, receipt, path: str) -> int | None:
+def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path: str) -> int | None:
     """Record the proof (forward only); returns the file's age at the send, if recorded."""
     with connection.cursor() as cursor:
         cursor.execute(RECORD_PROOF, {
-            "id": owed.state_id, "seq": document.seq, "hash": document.content_hash,
+            "id": owed.state_id, "destination": destination.pk, "seq": document.seq, "hash": document.content_hash,
             "bytes": len(rendered.body), "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
         })
         row = cursor.fetchone()
@@ -154,7 +187,7 @@ def _record_proof(owed: OwedFile, document, rendered, receipt, path: str) -> int
 def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, started: float) -> None:
     permanent = getattr(exc, "permanent", True)
     message = str(exc)
-    if backoff.gate(destination.pk) == backoff.PAUSED:
+    if backoff.gate(destination.pk) == backoff.PAUSED:  # read again: a pause may have cut this send
         message = f"cut by a pause: {message}"  # a person stopped it; not the destination's fault
     log.warning("send of %s to destination %s failed (%s): %s", owed.doc_key, destination.pk,
                 "permanent" if permanent else "transient", message)

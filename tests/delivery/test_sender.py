@@ -1,5 +1,6 @@
 """The sender in-process: coalescing, forward-only proof, the event filter, refusals."""
 
+import dataclasses
 import gzip
 
 import redis
@@ -57,10 +58,12 @@ def test_sent_seq_never_moves_backwards(small_games, subscribe):
     destination = subscribe(small_games, redis_destination_settings())
     sender.drain(destination.pk)
     state = DeliveryState.objects.get(destination=destination)
-    owed = sender.OwedFile(state.pk, state.subscription_id, state.doc_key)
-    stale = FeedDocument(seq=state.sent_seq - 1, content_hash=b"x" * 32, changed_at=state.sent_at)
+    DeliveryState.objects.filter(pk=state.pk).update(wanted_seq=state.sent_seq + 1)  # owed again
+    owed = sender.next_owed(destination.pk)
+    stale = dataclasses.replace(owed.version, seq=state.sent_seq - 1, content_hash=b"x" * 32)
 
-    sender._record_proof(owed, stale, type("R", (), {"body": b"old"})(), type("Rc", (), {"text": "old"})(), "p")
+    sender._record_proof(destination, owed, stale, type("R", (), {"body": b"old"})(),
+                         type("Rc", (), {"text": "old"})(), "p")
 
     assert DeliveryState.objects.get(pk=state.pk).sent_seq == state.sent_seq
 
