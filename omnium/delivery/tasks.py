@@ -3,12 +3,14 @@
 from datetime import timedelta
 
 from celery import shared_task
+from redis.exceptions import RedisError
 from django.db import connection
 from django.utils import timezone
 
 from omnium.conf import omnium_setting
 from omnium.delivery import freshness, queues, sender
 from omnium.delivery.models import DeliveryAttempt
+from omnium.redis_client import redis_client
 
 @shared_task
 def drain_destination(destination_id: int) -> str:
@@ -23,7 +25,14 @@ WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
   AND (ss.lease_until IS NULL OR ss.lease_until < clock_timestamp())
   AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp())
   AND NOT COALESCE(ss.paused, false) AND ds.dead_lettered_at IS NULL
+  -- owed for a while: a kick sent with the work arrives within milliseconds, so younger work
+  -- most likely has its kick in the queue already
+  AND (ds.wanted_at < clock_timestamp() - interval '3 seconds' OR ds.force_resend)
 """
+
+# The sweeper re-kicks one destination at most this often: while a backlog drains, its
+# queued kicks are still on their way, and re-kicking every sweep would multiply them.
+REKICK_EVERY_S = 10
 
 TIMERS_DUE = """
 UPDATE delivery_state ds SET force_resend = true
@@ -43,10 +52,18 @@ def sweep_deliveries() -> dict:
         cursor.execute(NEEDS_A_KICK)
         idle = [row[0] for row in cursor.fetchall()]
     queues.announce_queues(queues.destination_queues())
-    for destination_id in idle:
+    kicked = [d for d in idle if _first_rekick_in_a_while(d)]
+    for destination_id in kicked:
         queues.kick(destination_id)
     behind = freshness.check_behind()
-    return {"kicked": len(idle), "timers_due": timers, "behind": behind}
+    return {"kicked": len(kicked), "timers_due": timers, "behind": behind}
+
+
+def _first_rekick_in_a_while(destination_id: int) -> bool:
+    try:
+        return bool(redis_client().set(f"omnium:rekicked:{destination_id}", 1, ex=REKICK_EVERY_S, nx=True))
+    except RedisError:  # without Redis, re-kick every sweep: duplicates are harmless, losses are not
+        return True
 
 
 @shared_task
