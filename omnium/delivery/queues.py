@@ -38,12 +38,13 @@ def _is_delivery_worker(consumer) -> bool:
 
 
 def _consume(consumer, queues) -> int:
-    added = 0
-    for queue in queues:
-        if not consumer.task_consumer.consuming_from(queue):
-            consumer.add_task_queue(queue)
-            added += 1
-    return added
+    # One set of the queues consumed, not consuming_from() per queue: that scans every queue,
+    # and the sweeper announces every destination's queue every few seconds.
+    consumed = {queue.name for queue in consumer.task_consumer.queues}
+    missing = [queue for queue in queues if queue not in consumed]
+    for queue in missing:
+        consumer.add_task_queue(queue)
+    return len(missing)
 
 
 @worker_ready.connect
