@@ -27,7 +27,6 @@ prepare("omnium_bench_deliver", redis_db=2)
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.utils import timezone  # noqa: E402
 
 from omnium import localrun  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402

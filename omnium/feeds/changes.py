@@ -7,6 +7,7 @@ marked handled in the same transaction that notes its files' pending builds: han
 twice is impossible, and a crash before commit leaves it unhandled for the next reader.
 """
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,8 +60,8 @@ def handle_batch(limit: int = BATCH) -> HandledBatch:
 
 
 def _refs(records):
-    import json
-
+    """[kind, id] pairs from an outbox row's `records`. Django sets psycopg to hand jsonb over
+    as text (its JSONField parses it), so a raw cursor gets a string to parse."""
     if isinstance(records, str):
         records = json.loads(records)
     return [(kind, str(record_id)) for kind, record_id in records]

@@ -60,9 +60,6 @@ SCALES = {
     "asian-games": Scale("ag", nocs=45, sports=40, events_per_sport=12, athletes=12_000, days=16),
 }
 
-DEFINITIONS_OF = None  # set lazily to avoid importing feeds at module load
-
-
 class Ids:
     def __init__(self, games_code: str):
         self.code = games_code

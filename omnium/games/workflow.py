@@ -7,7 +7,6 @@ changes nothing writes nothing, so a file's "last updated" never moves without a
 
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from uuid import UUID
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
