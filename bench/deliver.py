@@ -195,7 +195,8 @@ def main() -> None:
     parser.add_argument("--burst-seconds", type=float, default=30.0)
     parser.add_argument("--skip-fanout", action="store_true")
     parser.add_argument("--only-fanout", action="store_true")
-    parser.add_argument("--delivery-threads", type=int, default=16, help="per delivery worker (two run)")
+    parser.add_argument("--delivery-workers", type=int, default=2)
+    parser.add_argument("--delivery-threads", type=int, default=16, help="per delivery worker")
     args = parser.parse_args()
     log("generating and building an asian-games-scale Games")
     games = fresh_games()
@@ -208,8 +209,8 @@ def main() -> None:
         ids = [d.pk for d in healthy]
         processes = [localrun.start_worker(LIVE_QUEUES, "bench-live", 2, env),
                      localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
-                     localrun.start_delivery_worker("bench-delivery-1", args.delivery_threads, env),
-                     localrun.start_delivery_worker("bench-delivery-2", args.delivery_threads, env),
+                     *[localrun.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
+                       for n in range(1, args.delivery_workers + 1)],
                      localrun.start_beat("bench-beat", env)]
         if args.only_fanout:
             log("fan-out to 500 destinations")

@@ -60,10 +60,10 @@ def owe_current_files(subscription_id: int) -> int:
 
 
 def _kick_after_commit(destination_ids) -> None:
-    from omnium.delivery.queues import kick
+    from omnium.delivery.queues import kick_all
 
-    for destination_id in sorted(destination_ids):
-        transaction.on_commit(lambda d=destination_id: kick(d))
+    if destination_ids:
+        transaction.on_commit(lambda ids=sorted(destination_ids): kick_all(ids))
 
 
 def _owe_when_subscribed(sender, instance, created, **kwargs):

@@ -27,6 +27,21 @@ def kick(destination_id: int, countdown: float = 0) -> None:
         log.warning("could not kick destination %s", destination_id, exc_info=True)
 
 
+def kick_all(destination_ids) -> None:
+    """Kick many destinations through one broker connection: a version owed to 500
+    destinations is 500 messages, and taking a pooled connection for each cost about 3 ms."""
+    from omnium.celery import app
+    from omnium.delivery.tasks import drain_destination
+
+    try:
+        with app.producer_or_acquire() as producer:
+            for destination_id in destination_ids:
+                drain_destination.apply_async(args=[destination_id], queue=delivery_queue(destination_id),
+                                              producer=producer)
+    except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
+        log.warning("could not kick %d destinations", len(destination_ids), exc_info=True)
+
+
 def destination_queues() -> list[str]:
     from omnium.clients.models import Destination
 

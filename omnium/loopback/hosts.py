@@ -55,7 +55,7 @@ class WebhookReceiver:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self.http = _Server((LOOPBACK, 0), Handler)
         self.http.daemon_threads = True
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
         return self
@@ -77,6 +77,14 @@ class WebhookReceiver:
 
 
 # --- hosts that misbehave -----------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    # http.server listens with a backlog of 5: a burst of senders (a 500-way fan-out from 32
+    # threads) overflows it and the kernel drops connections, which the clients retry only
+    # after a second. A real receiver listens with a deep backlog.
+    request_queue_size = 512
+    daemon_threads = True
 
 
 class MisbehavingHost:
