@@ -10,35 +10,34 @@ from django.dispatch import receiver
 
 from omnium.feeds.signals import file_version_saved
 
-# Subscriptions of this definition (so of this Games only: the event filter), for this
-# file's filter or for every filter. Disabled or fenced destinations still owe: they catch up
-# when switched back on.
-OWE_NEW_VERSION = """
+OWE = """
 INSERT INTO delivery_state AS ds
     (subscription_id, destination_id, doc_key, wanted_seq, wanted_at, force_resend, sent_seq,
-     receipt, sent_path, last_error)
-SELECT s.id, s.destination_id, %(doc_key)s, %(seq)s, clock_timestamp(), false, 0, '', '', ''
-FROM clients_subscription s
-WHERE s.definition_id = %(definition_id)s AND s.active AND (s.filter = '' OR s.filter = %(filter)s)
+     receipt, sent_path, last_error)"""
+
+# Owed work coalesces: one row per (subscription, file); wanted_seq only rises.
+COALESCE_OWED = """
 ON CONFLICT (subscription_id, doc_key) DO UPDATE SET
     wanted_at = CASE WHEN EXCLUDED.wanted_seq > ds.wanted_seq THEN EXCLUDED.wanted_at ELSE ds.wanted_at END,
     wanted_seq = GREATEST(ds.wanted_seq, EXCLUDED.wanted_seq)
 RETURNING destination_id
 """
 
-OWE_CURRENT_FILES = """
-INSERT INTO delivery_state AS ds
-    (subscription_id, destination_id, doc_key, wanted_seq, wanted_at, force_resend, sent_seq,
-     receipt, sent_path, last_error)
+# Subscriptions of this definition (so of this Games only: the event filter), for this
+# file's filter or for every filter. Disabled or fenced destinations still owe: they catch up
+# when switched back on.
+OWE_NEW_VERSION = OWE + """
+SELECT s.id, s.destination_id, %(doc_key)s, %(seq)s, clock_timestamp(), false, 0, '', '', ''
+FROM clients_subscription s
+WHERE s.definition_id = %(definition_id)s AND s.active AND (s.filter = '' OR s.filter = %(filter)s)
+""" + COALESCE_OWED
+
+OWE_CURRENT_FILES = OWE + """
 SELECT s.id, s.destination_id, d.doc_key, d.seq, clock_timestamp(), false, 0, '', '', ''
 FROM clients_subscription s
 JOIN feeds_feeddocument d ON d.definition_id = s.definition_id AND (s.filter = '' OR d.filter = s.filter)
 WHERE s.id = %(subscription_id)s AND s.active
-ON CONFLICT (subscription_id, doc_key) DO UPDATE SET
-    wanted_at = CASE WHEN EXCLUDED.wanted_seq > ds.wanted_seq THEN EXCLUDED.wanted_at ELSE ds.wanted_at END,
-    wanted_seq = GREATEST(ds.wanted_seq, EXCLUDED.wanted_seq)
-RETURNING destination_id
-"""
+""" + COALESCE_OWED
 
 
 @receiver(file_version_saved)

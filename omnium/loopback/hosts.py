@@ -15,6 +15,22 @@ from omnium.loopback.servers import LOOPBACK
 # --- webhook receiver ---------------------------------------------------------------------
 
 
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    # http.server listens with a backlog of 5: a burst of senders (a 500-way fan-out from 32
+    # threads) overflows it and the kernel drops connections, which the clients retry only
+    # after a second. A real receiver listens with a deep backlog.
+    request_queue_size = 512
+    daemon_threads = True
+
+
+def serve_http(handler: type[BaseHTTPRequestHandler]) -> LoopbackHTTPServer:
+    """An HTTP server on a free loopback port, serving in a daemon thread; `shutdown()` and
+    `server_close()` end it."""
+    server = LoopbackHTTPServer((LOOPBACK, 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @dataclass
 class Delivery:
     path: str
@@ -55,14 +71,19 @@ class WebhookReceiver:
             def log_message(self, *args):
                 pass
 
-        self.http = _Server((LOOPBACK, 0), Handler)
-        self.http.daemon_threads = True
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.http = serve_http(Handler)
         return self
 
     @property
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.http.server_address[1]}/feeds"
+
+    def destination_config(self, url: str | None = None) -> dict:
+        """A webhook destination's config aimed at this receiver (or another `url`)."""
+        return {"url": url or self.url}
+
+    def credentials(self) -> dict:
+        return {"secret": self.secret}
 
     def received(self, path: str) -> bytes | None:
         """The body of the last verified delivery of feed file ``path``."""
@@ -77,14 +98,6 @@ class WebhookReceiver:
 
 
 # --- hosts that misbehave -----------------------------------------------------------------
-
-
-class _Server(ThreadingHTTPServer):
-    # http.server listens with a backlog of 5: a burst of senders (a 500-way fan-out from 32
-    # threads) overflows it and the kernel drops connections, which the clients retry only
-    # after a second. A real receiver listens with a deep backlog.
-    request_queue_size = 512
-    daemon_threads = True
 
 
 class MisbehavingHost:

@@ -53,22 +53,19 @@ class Receivers:
         return kind, {**base, "url": f"http://{LOOPBACK}:{self.trickle.port}/feeds", **config}, credentials
 
     def _s3(self, name):
-        return "s3", {"endpoint_url": self.s3.endpoint_url, "bucket": self.s3.bucket, "prefix": name,
-                      "addressing_style": "path"}, {"access_key": self.s3.access_key, "secret_key": self.s3.secret_key}
+        return "s3", self.s3.destination_config(prefix=name), self.s3.credentials()
 
     def _sftp(self, name):
         folder = self.sftp.root / name
         folder.mkdir(parents=True, exist_ok=True)
-        return "sftp", {"host": LOOPBACK, "port": self.sftp.port, "username": self.sftp.username,
-                        "host_key": self.sftp.host_key, "directory": str(folder)}, {"private_key": self.sftp.client_key}
+        return "sftp", self.sftp.destination_config(str(folder)), self.sftp.credentials()
 
     def _ftp(self, name):
         (self.ftp.root / name).mkdir(parents=True, exist_ok=True)
-        return "ftp", {"host": LOOPBACK, "port": self.ftp.port, "username": self.ftp.username,
-                       "directory": f"/{name}"}, {"password": self.ftp.password}
+        return "ftp", self.ftp.destination_config(f"/{name}"), self.ftp.credentials()
 
     def _webhook(self, name):
-        return "webhook", {"url": f"{self.webhook.url}/{name}"}, {"secret": self.webhook.secret}
+        return "webhook", self.webhook.destination_config(f"{self.webhook.url}/{name}"), self.webhook.credentials()
 
     def _redis(self, name):
         return "redis", {"url": self.redis_url, "key_prefix": f"{name}:"}, {}

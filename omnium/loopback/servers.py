@@ -117,6 +117,14 @@ class S3Server:
     secret_key: str
     process: ServerProcess
 
+    def destination_config(self, prefix: str) -> dict:
+        """An S3 destination's config aimed at this server, under `prefix`."""
+        return {"endpoint_url": self.endpoint_url, "bucket": self.bucket, "prefix": prefix,
+                "addressing_style": "path"}
+
+    def credentials(self) -> dict:
+        return {"access_key": self.access_key, "secret_key": self.secret_key}
+
 
 def start_s3(workdir: Path) -> S3Server:
     weed = find_program("weed", VENV_BIN)
@@ -201,6 +209,14 @@ class SSHServer:
     client_key: str  # the private key (OpenSSH PEM) the test user logs in with
     root: Path  # the folder uploads go to
     process: ServerProcess
+
+    def destination_config(self, directory: str) -> dict:
+        """An SFTP destination's config aimed at this server (host key pinned), into `directory`."""
+        return {"host": LOOPBACK, "port": self.port, "username": self.username, "host_key": self.host_key,
+                "directory": directory}
+
+    def credentials(self) -> dict:
+        return {"private_key": self.client_key}
 
     def session_pids(self) -> list[int]:
         """The sshd processes serving open connections (children of the listener)."""
@@ -306,6 +322,13 @@ class FTPServer:
     root: Path
     process: ServerProcess
     ca_cert: str | None = None  # set when the server speaks FTPS
+
+    def destination_config(self, directory: str) -> dict:
+        """An FTP destination's config aimed at this server, into `directory` (below its root)."""
+        return {"host": LOOPBACK, "port": self.port, "username": self.username, "directory": directory}
+
+    def credentials(self) -> dict:
+        return {"password": self.password}
 
 
 def start_ftpd(workdir: Path, *, tls: bool = False) -> FTPServer:

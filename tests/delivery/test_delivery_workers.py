@@ -2,7 +2,7 @@
 
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -10,6 +10,7 @@ from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Fixture
+from omnium.loopback.hosts import serve_http
 from tests import processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
@@ -40,9 +41,7 @@ class SlowReceiver:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.http = serve_http(Handler)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.http.server_address[1]}/{path}"

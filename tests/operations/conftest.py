@@ -1,13 +1,13 @@
 """Local alert channels: an SMTP server (aiosmtpd) and a Slack-compatible webhook receiver."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from aiosmtpd.controller import Controller
 from django.test import override_settings
 
+from omnium.loopback.hosts import serve_http
 from omnium.loopback.servers import free_port
 
 
@@ -36,8 +36,7 @@ class SlackReceiver:
             def log_message(self, *args):
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.http = serve_http(Handler)
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/hooks/omnium"
 
 

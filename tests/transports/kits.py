@@ -93,15 +93,10 @@ class S3Kit(Kit):
         )
 
     def config(self):
-        return {
-            "endpoint_url": self.server.endpoint_url,
-            "bucket": self.server.bucket,
-            "prefix": self.prefix,
-            "addressing_style": "path",
-        }
+        return self.server.destination_config(prefix=self.prefix)
 
     def credentials(self):
-        return {"access_key": self.server.access_key, "secret_key": self.server.secret_key}
+        return self.server.credentials()
 
     def bad_credentials(self):
         return {"access_key": self.server.access_key, "secret_key": "not-the-secret"}
@@ -132,16 +127,10 @@ class SFTPKit(Kit):
         self.server = server
 
     def config(self):
-        return {
-            "host": LOOPBACK,
-            "port": self.server.port,
-            "username": self.server.username,
-            "host_key": self.server.host_key,
-            "directory": str(self.server.root),
-        }
+        return self.server.destination_config(str(self.server.root))
 
     def credentials(self):
-        return {"private_key": self.server.client_key}
+        return self.server.credentials()
 
     def bad_credentials(self):
         return {"private_key": openssh_private_key(ed25519.Ed25519PrivateKey.generate())}
@@ -164,15 +153,10 @@ class FTPKit(Kit):
         self.server = server
 
     def config(self):
-        return {
-            "host": LOOPBACK,
-            "port": self.server.port,
-            "username": self.server.username,
-            "directory": "/",
-        }
+        return self.server.destination_config("/")
 
     def credentials(self):
-        return {"password": self.server.password}
+        return self.server.credentials()
 
     def bad_credentials(self):
         return {"password": "not-the-password"}
@@ -195,10 +179,10 @@ class WebhookKit(Kit):
         self.receiver = receiver
 
     def config(self):
-        return {"url": self.receiver.url}
+        return self.receiver.destination_config()
 
     def credentials(self):
-        return {"secret": WEBHOOK_SECRET}
+        return self.receiver.credentials()
 
     def bad_credentials(self):
         return {"secret": "whsec_" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB"}
