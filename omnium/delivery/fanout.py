@@ -15,10 +15,14 @@ INSERT INTO delivery_state AS ds
     (subscription_id, destination_id, doc_key, wanted_seq, wanted_at, force_resend, sent_seq,
      receipt, sent_path, last_error)"""
 
-# Owed work coalesces: one row per (subscription, file); wanted_seq only rises.
+# Owed work coalesces: one row per (subscription, file); wanted_seq only rises. wanted_at is
+# when the destination fell behind on this file: a newer version replacing one still unsent
+# keeps it (otherwise a stuck destination fed a new version every few seconds would never
+# look behind), and only a file that had caught up starts a new wait.
 COALESCE_OWED = """
 ON CONFLICT (subscription_id, doc_key) DO UPDATE SET
-    wanted_at = CASE WHEN EXCLUDED.wanted_seq > ds.wanted_seq THEN EXCLUDED.wanted_at ELSE ds.wanted_at END,
+    wanted_at = CASE WHEN EXCLUDED.wanted_seq <= ds.wanted_seq OR ds.wanted_seq > ds.sent_seq
+                     THEN ds.wanted_at ELSE EXCLUDED.wanted_at END,
     wanted_seq = GREATEST(ds.wanted_seq, EXCLUDED.wanted_seq)
 RETURNING destination_id
 """

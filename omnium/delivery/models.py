@@ -21,7 +21,7 @@ class DeliveryState(models.Model):
     destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="states")
     doc_key = models.TextField()
     wanted_seq = models.BigIntegerField(default=0)
-    wanted_at = models.DateTimeField(null=True, blank=True)  # when the newest owed version was owed
+    wanted_at = models.DateTimeField(null=True, blank=True)  # since when this file has been owed (behind)
     force_resend = models.BooleanField(default=False)  # the subscription's timer is due
     sent_seq = models.BigIntegerField(default=0)
     sent_hash = models.BinaryField(max_length=32, null=True)

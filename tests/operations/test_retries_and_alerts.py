@@ -125,3 +125,17 @@ def test_a_permanent_error_is_a_dead_letter_until_replayed(small_games, subscrib
     control.retry_now(destination.pk)
     assert sender.drain(destination.pk) == sender.DRAINED
     assert DeliveryState.objects.get(pk=state.pk).sent_seq > 0
+
+
+@override_settings(OMNIUM=FAST_CLOCK)
+def test_a_stuck_destination_is_behind_even_while_newer_versions_keep_arriving(small_games, subscribe, receiver):
+    import time
+
+    destination = subscribe(small_games, webhook_settings(receiver.url))  # owed; its sender is stuck
+    for score in (1, 2, 3, 4):
+        time.sleep(0.2)
+        new_version(small_games, score)  # each new version replaces the owed one
+
+    assert freshness.check_behind() == 1, "behind since the first unsent version, not the newest"
+    assert Alert.objects.filter(kind="destination_behind", subject=f"destination:{destination.pk}",
+                                resolved_at__isnull=True).exists()
