@@ -35,10 +35,14 @@ class ClientAdmin(admin.ModelAdmin):
         return client.destination_total
 
     def save_model(self, request, client, form, change):
-        if not client.active and "active" in form.changed_data:
-            client.switched_off_by, client.switched_off_at = request.user, timezone.now()
-        if client.active:
-            client.switched_off_reason, client.switched_off_by, client.switched_off_at = "", None, None
+        # The model's own switch-off and switch-on record who, when and why (the form's clean
+        # has already refused a switch-off without a reason).
+        if "active" in form.changed_data:
+            if client.active:
+                client.switch_on()
+            else:
+                client.switch_off(client.switched_off_reason, by=request.user)
+            return
         super().save_model(request, client, form, change)
 
     @admin.action(description="Switch on the selected clients")

@@ -130,3 +130,19 @@ def test_an_invalid_slack_url_stops_the_process_at_start_with_a_clear_message():
                          text=True, cwd=processes.localrun.ROOT)
     assert run.returncode != 0
     assert "OMNIUM_ALERT_SLACK_URL must be an http(s) URL" in run.stderr
+
+
+def test_switching_off_in_the_admin_records_who_when_and_why(admin_client, admin_user):
+    client = Client.objects.create(name="Switchable")
+    form = {"name": "Switchable", "switched_off_reason": "contract ended",
+            "destinations-TOTAL_FORMS": 0, "destinations-INITIAL_FORMS": 0}
+
+    admin_client.post(f"/admin/clients/client/{client.pk}/change/", form)  # "active" left unticked
+
+    client.refresh_from_db()
+    assert (client.active, client.switched_off_reason, client.switched_off_by) == (False, "contract ended", admin_user)
+    assert client.switched_off_at is not None
+
+    admin_client.post(f"/admin/clients/client/{client.pk}/change/", {**form, "active": "on"})
+    client.refresh_from_db()
+    assert (client.active, client.switched_off_reason, client.switched_off_by) == (True, "", None)
