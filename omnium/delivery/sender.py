@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
-from omnium.clients.models import Destination
+from omnium.clients.models import MAX_SEND_TIMEOUT_S, Destination
 from omnium.clients.transforms.base import Marks
 from omnium.delivery import backoff, health, lease, rendering
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
@@ -79,16 +79,49 @@ def next_owed(destination_id: int) -> OwedFile | None:
                     games_code, version, gate, failures)
 
 
-def drain(destination_id: int) -> str:
-    """Send everything the destination is owed; returns why it stopped."""
+def drain(destination_id: int, started: float | None = None) -> str:
+    """Send everything the destination is owed; returns why it stopped.
+
+    `started` is when the task began, so that time spent on other destinations counts
+    against the same budget."""
     destination = Destination.objects.select_related("client").filter(pk=destination_id).first()
     if destination is None:
         return OFF
     token = lease.acquire(destination_id, destination.send_timeout_s)
     if token is None:
         return BUSY
+    return _drain_and_release(destination, token, time.monotonic() if started is None else started)
+
+
+def help_waiting(started: float) -> int:
+    """Drain other destinations that wait for a sender; returns how many were drained.
+
+    A kick is one broker message, and a worker takes a few dozen a second from hundreds of
+    queues: when one version is owed to 500 destinations, waiting for each kick leaves most
+    threads idle. So a thread that has finished its own destination claims the one waiting
+    longest. The lease still allows one sender per destination; that destination's own kick,
+    when it comes, finds nothing owed and returns at once. Stops at the drain budget, when
+    nothing waits, or (a safety net) when claims keep finding nothing to send."""
+    helped = empty_claims = 0
+    while time.monotonic() - started < DRAIN_BUDGET_S and empty_claims < 3 and DeliverySwitch.is_on():
+        claimed = lease.claim_waiting(MAX_SEND_TIMEOUT_S)
+        if claimed is None:
+            break
+        destination_id, token = claimed
+        destination = Destination.objects.select_related("client").filter(pk=destination_id).first()
+        if destination is None or not lease.renew(destination_id, token, destination.send_timeout_s):
+            empty_claims += 1  # deleted this instant, or its lease lost: nothing sent
+            continue
+        outcome = _drain_and_release(destination, token, started)
+        helped += 1
+        empty_claims = 0 if outcome in (DRAINED, FAILED) else empty_claims + 1
+    return helped
+
+
+def _drain_and_release(destination: Destination, token, started: float) -> str:
+    destination_id = destination.pk
     try:
-        outcome = _drain_under_lease(destination, token)
+        outcome = _drain_under_lease(destination, token, started)
     finally:
         lease.release(destination_id, token)
     # A kick that arrived while we held the lease returned at once: look again, so that no
@@ -100,11 +133,11 @@ def drain(destination_id: int) -> str:
     return outcome
 
 
-def _drain_under_lease(destination: Destination, token) -> str:
+def _drain_under_lease(destination: Destination, token, started: float) -> str:
     destination_id = destination.pk
     if not destination.can_send() or not DeliverySwitch.is_on():
         return OFF
-    sent, started = 0, time.monotonic()
+    sent = 0
     # The gate is read with every file, so a pause or a back-off set elsewhere takes effect at once.
     while (owed := next_owed(destination_id)) is not None:
         if owed.gate is not None:

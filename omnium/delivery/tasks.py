@@ -1,20 +1,27 @@
 """Celery tasks of delivery. drain_destination runs on the destination's own queue."""
 
+import time
 from datetime import timedelta
 
 from celery import shared_task
-from redis.exceptions import RedisError
 from django.db import connection
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from omnium.conf import omnium_setting
 from omnium.delivery import freshness, queues, sender
 from omnium.delivery.models import DeliveryAttempt
 from omnium.redis_client import redis_client
 
+
 @shared_task
 def drain_destination(destination_id: int) -> str:
-    return sender.drain(destination_id)
+    """Drain this destination, then take over others still waiting for a sender (see
+    sender.help_waiting); returns how this destination's drain ended."""
+    started = time.monotonic()
+    outcome = sender.drain(destination_id, started)
+    sender.help_waiting(started)
+    return outcome
 
 
 NEEDS_A_KICK = """
