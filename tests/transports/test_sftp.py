@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
 import pytest
 
 from omnium.delivery.transports import TransportError
+from omnium.loopback.servers import freeze, other_host_keys, thaw
 
 from .kits import feed_path
-from omnium.loopback.servers import freeze, other_host_keys, thaw
 
 SEND_TIMEOUT = 3.0
 SLACK = 2.0
@@ -44,6 +45,31 @@ def test_upload_leaves_only_the_final_file(sftp_kit, sftp_server):
 
     folder = (sftp_server.root / path).parent
     assert [entry.name for entry in folder.iterdir()] == ["medals.json"]
+
+
+def test_sends_share_one_session_and_one_the_server_dropped_is_replaced(sftp_kit, sftp_server):
+    transport, path = sftp_kit.transport(), feed_path()
+    before = set(sftp_server.session_pids())
+    sftp_kit.send(transport, b'{"n": 1}', path)
+    ours = set(sftp_server.session_pids()) - before
+
+    sftp_kit.send(transport, b'{"n": 2}', path)
+
+    assert ours and set(sftp_server.session_pids()) - before == ours, "the second send used the open session"
+    for pid in ours:  # the server drops the idle session, as a restart or an idle timeout would
+        os.kill(pid, signal.SIGKILL)
+    _wait_until(lambda: not ours & set(sftp_server.session_pids()))
+
+    sftp_kit.send(transport, b'{"n": 3}', path)
+
+    assert sftp_kit.read_back(path) == b'{"n": 3}'
+
+
+def _wait_until(condition, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 def test_server_frozen_mid_upload_fails_within_deadline(sftp_kit, sftp_server):
