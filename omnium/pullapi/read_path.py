@@ -21,7 +21,7 @@ from omnium.delivery.transports.redis import WRITE_IF_NEWER
 from omnium.pullapi.addresses import gzipped
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.pull_redis import pull_redis
-from omnium.pullapi.single_flight import SingleFlight
+from omnium.single_flight import SingleFlight
 
 log = logging.getLogger(__name__)
 
