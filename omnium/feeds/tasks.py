@@ -6,7 +6,6 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.utils import timezone
-
 from redis.exceptions import RedisError
 
 from omnium.conf import omnium_setting
@@ -21,6 +20,7 @@ log = logging.getLogger(__name__)
 # minutes during a flood and the queue stays fair.
 BUILD_LOOP_S = 20.0
 SUPERSEDED_RETRY_S = 0.05
+NOTHING_CLAIMED_RETRY_S = 0.2
 FAILED_RETRY_S = 5.0
 
 
@@ -47,13 +47,16 @@ def build_due(lane: str) -> int:
         claim = debounce.claim_next_due(lanes)
         if claim is None:
             break
-        if built == 0:
-            build_due.apply_async(args=[lane], queue=build_queue(lane))  # a second pair of hands
+        if built == 0 and debounce.next_due_in(lanes) == 0:  # more is due: a second pair of hands
+            build_due.apply_async(args=[lane], queue=build_queue(lane))
         _build_claimed(claim)
         built += 1
     next_in = debounce.next_due_in(lanes)
     if next_in is not None:
-        wake_builders(lane, next_in)
+        # A due file that could not be claimed is being noted or built this instant. Asking
+        # again at once bounced no-op tasks between the workers (thousands a minute in a
+        # burst, a core's worth of work), so a task that built nothing looks again shortly.
+        wake_builders(lane, next_in if built else max(next_in, NOTHING_CLAIMED_RETRY_S))
     return built
 
 

@@ -3,6 +3,7 @@
 import threading
 import time
 
+import psycopg
 import pytest
 from django.db import connection, transaction
 
@@ -161,3 +162,30 @@ def test_killing_the_worker_between_commit_and_build_loses_nothing(small_games, 
     finally:
         beat.stop()
         survivor.stop()
+
+
+def test_a_builder_that_cannot_claim_a_due_file_looks_again_shortly_not_at_once(small_games, clean_redis):
+    from django.utils import timezone
+
+    from omnium.feeds import debounce, tasks
+    from omnium.routing import LIVE
+
+    doc_key = f"{small_games.code}/calendar"
+    debounce.note_changes([doc_key], timezone.now() - timezone.timedelta(seconds=5), LIVE)  # overdue
+    other = psycopg.connect(_dsn(), autocommit=False)
+    try:  # another session is noting a change to it this instant: its row is locked
+        other.execute("SELECT 1 FROM feeds_pendingbuild WHERE doc_key = %s FOR UPDATE", [doc_key])
+
+        built = tasks.build_due(LIVE)
+
+        wake_at = float(clean_redis.get(f"omnium:build-wake:{LIVE}"))
+        assert built == 0
+        assert wake_at >= time.time() + tasks.NOTHING_CLAIMED_RETRY_S / 2, "no immediate retry: that loops"
+    finally:
+        other.rollback()
+        other.close()
+
+
+def _dsn() -> str:
+    settings = connection.settings_dict
+    return f"postgresql://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
