@@ -3,6 +3,8 @@
 Many destinations take the same version of the same file, so each delivery process keeps
 the last bodies and rendered shapes it used (an LRU bounded in bytes): a new calendar
 version is read from PostgreSQL and rendered once per process, not once per destination.
+The senders of a new version all ask at the same moment, so a read or a render in progress
+is shared (single-flight) rather than repeated by every thread that missed the cache.
 The cache key includes the version, so a cached copy is never stale.
 """
 
@@ -14,6 +16,7 @@ from datetime import datetime
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks, Rendered
 from omnium.feeds.models import FeedDocument
+from omnium.single_flight import SingleFlight
 
 CACHE_BYTES = 96 * 1024 * 1024
 
@@ -55,6 +58,23 @@ class ByteBoundedLru:
 
 
 _cache = ByteBoundedLru(CACHE_BYTES)
+_in_flight = SingleFlight()
+
+
+def _cached(key: tuple, make):
+    """The cached value of `key`, made once however many threads ask for it at once."""
+    value = _cache.get(key)
+    if value is None:
+        value = _in_flight.do(repr(key), lambda: _made_and_kept(key, make))
+    return value
+
+
+def _made_and_kept(key: tuple, make):
+    value = _cache.get(key)  # made by a flight that ended just before this one began
+    if value is None:
+        value = make()
+        _cache.put(key, value)
+    return value
 
 
 def current_version(doc_key: str) -> CurrentVersion | None:
@@ -65,25 +85,20 @@ def current_version(doc_key: str) -> CurrentVersion | None:
 
 def render(version: CurrentVersion, transform: str, marks: Marks) -> Rendered:
     key = (version.doc_key, version.seq, version.built_at, transform, marks)
-    rendered = _cache.get(key)
-    if rendered is None:
-        rendered = TRANSFORMS[transform].render(_body(version), marks)
-        _cache.put(key, rendered)
-    return rendered
+    return _cached(key, lambda: TRANSFORMS[transform].render(_body(version), marks))
 
 
 def _body(version: CurrentVersion) -> bytes:
-    key = (version.doc_key, version.seq, version.built_at)
-    body = _cache.get(key)
-    if body is None:
-        # By seq, not just doc_key: a newer version may have replaced the row meanwhile; then
-        # this version's body is gone and the newer one is sent on the next turn.
-        row = FeedDocument.objects.filter(doc_key=version.doc_key).values_list("seq", "built_at", "body").first()
-        body = bytes(row[2])
-        if (row[0], row[1]) != (version.seq, version.built_at):
-            raise VersionMoved(version.doc_key)
-        _cache.put(key, body)
-    return body
+    return _cached((version.doc_key, version.seq, version.built_at), lambda: _read_body(version))
+
+
+def _read_body(version: CurrentVersion) -> bytes:
+    # By seq, not just doc_key: a newer version may have replaced the row meanwhile; then
+    # this version's body is gone and the newer one is sent on the next turn.
+    row = FeedDocument.objects.filter(doc_key=version.doc_key).values_list("seq", "built_at", "body").first()
+    if row is None or (row[0], row[1]) != (version.seq, version.built_at):
+        raise VersionMoved(version.doc_key)
+    return bytes(row[2])
 
 
 class VersionMoved(Exception):

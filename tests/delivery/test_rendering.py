@@ -1,0 +1,54 @@
+"""What senders render: one read and one render per version per process, however many ask."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from omnium.clients.transforms.base import Marks
+from omnium.delivery import rendering
+from omnium.feeds.models import FeedDocument
+
+SENDERS = 8
+
+
+def test_senders_of_a_new_version_share_one_body_read_and_one_render(small_games):
+    document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
+    version = rendering.current_version(document.doc_key)
+    body_reads, results, errors = [], [], []
+    all_at_once = threading.Barrier(SENDERS)
+
+    def count_body_reads(execute, sql, params, many, context):
+        if '"body"' in sql:
+            body_reads.append(sql)
+        return execute(sql, params, many, context)
+
+    def sender():
+        try:
+            with connection.execute_wrapper(count_body_reads):
+                all_at_once.wait()
+                results.append(rendering.render(version, "xml", Marks()))
+        except Exception as exc:  # reported below; a thread's exception would vanish
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=sender) for _ in range(SENDERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    assert not errors
+    assert len(body_reads) == 1, "one read of the body, not one per sender"
+    assert len(results) == SENDERS and len({id(result) for result in results}) == 1, "one render, shared"
+    assert b"<" in results[0].body
+
+
+def test_a_version_replaced_before_its_body_is_read_is_not_sent(small_games):
+    document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
+    version = rendering.current_version(document.doc_key)
+    FeedDocument.objects.filter(pk=document.pk).update(seq=document.seq + 1)  # a newer build landed
+
+    with pytest.raises(rendering.VersionMoved):  # never the newer body under the older version
+        rendering.render(version, "json", Marks())
