@@ -83,7 +83,10 @@ def record_score(fixture_id, scores: dict, lane: str = LIVE) -> Fixture:
         Fixture.objects.filter(pk=fixture.pk).update(status=Fixture.Status.LIVE)
     if changed or went_live:
         _touch(fixture)
-        record_change(fixture.games, "score_recorded", [("fixture", fixture.pk)], lane)
+        records = [("fixture", fixture.pk)]
+        if fixture.status == Fixture.Status.FINISHED:
+            records.append(("fixture_result", fixture.pk))  # a corrected result re-ranks it
+        record_change(fixture.games, "score_recorded", records, lane)
     return fixture
 
 
@@ -111,7 +114,7 @@ def finish_fixture(fixture_id, lane: str = LIVE) -> Fixture:
         status=Fixture.Status.FINISHED, result_status=Fixture.ResultStatus.PROVISIONAL
     )
     _touch(fixture)
-    record_change(fixture.games, "fixture_finished", [("fixture", fixture.pk)], lane)
+    record_change(fixture.games, "fixture_finished", [("fixture", fixture.pk), ("fixture_result", fixture.pk)], lane)
     return fixture
 
 

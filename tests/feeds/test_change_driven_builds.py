@@ -189,3 +189,26 @@ def test_a_builder_that_cannot_claim_a_due_file_looks_again_shortly_not_at_once(
 def _dsn() -> str:
     settings = connection.settings_dict
     return f"postgresql://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
+
+
+def test_standings_follow_finished_results_not_every_live_score(small_games):
+    fixture = Fixture.objects.filter(games=small_games, status=Fixture.Status.SCHEDULED).first()
+    standings = f"{small_games.code}/standings"
+    scores = {c.entry_id: 10 + n for n, c in enumerate(fixture.competitors.all())}
+
+    workflow.record_score(fixture.pk, scores)
+    changes.handle_all()
+    pending_after_score = set(PendingBuild.objects.values_list("doc_key", flat=True))
+    PendingBuild.objects.all().delete()
+    workflow.finish_fixture(fixture.pk)
+    changes.handle_all()
+    pending_after_finish = set(PendingBuild.objects.values_list("doc_key", flat=True))
+    PendingBuild.objects.all().delete()
+    workflow.record_score(fixture.pk, {next(iter(scores)): 99})  # a correction re-ranks it
+    changes.handle_all()
+    pending_after_correction = set(PendingBuild.objects.values_list("doc_key", flat=True))
+
+    assert f"{small_games.code}/calendar" in pending_after_score
+    assert standings not in pending_after_score, "a running fixture's score changes no standings"
+    assert standings in pending_after_finish
+    assert standings in pending_after_correction
