@@ -10,6 +10,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from celery.worker import state as worker_state
 from django.db import connection
 from django.utils import timezone
 
@@ -101,9 +102,11 @@ def help_waiting(started: float) -> int:
     threads idle. So a thread that has finished its own destination claims the one waiting
     longest. The lease still allows one sender per destination; that destination's own kick,
     when it comes, finds nothing owed and returns at once. Stops at the drain budget, when
-    nothing waits, or (a safety net) when claims keep finding nothing to send."""
+    nothing waits, when the worker is shutting down, or (a safety net) when claims keep
+    finding nothing to send."""
     helped = empty_claims = 0
-    while time.monotonic() - started < DRAIN_BUDGET_S and empty_claims < 3 and DeliverySwitch.is_on():
+    while (time.monotonic() - started < DRAIN_BUDGET_S and empty_claims < 3 and not _worker_stopping()
+           and DeliverySwitch.is_on()):
         claimed = lease.claim_waiting(MAX_SEND_TIMEOUT_S)
         if claimed is None:
             break
@@ -116,6 +119,13 @@ def help_waiting(started: float) -> int:
         helped += 1
         empty_claims = 0 if outcome in (DRAINED, FAILED) else empty_claims + 1
     return helped
+
+
+def _worker_stopping() -> bool:
+    """A worker shutting down finishes what it holds but takes on nothing more. (Celery sets
+    these to an exit code, which may be 0, so only None and False mean "keep going".)"""
+    return any(flag is not None and flag is not False
+               for flag in (worker_state.should_stop, worker_state.should_terminate))
 
 
 def _drain_and_release(destination: Destination, token, started: float) -> str:

@@ -76,6 +76,18 @@ def test_a_free_sender_takes_over_destinations_that_wait_for_one(small_games, su
     assert lease.renew(busy.pk, held, busy.send_timeout_s), "the other sender still holds its lease"
 
 
+def test_a_worker_shutting_down_takes_on_no_other_destination(small_games, subscribe, receiver, monkeypatch):
+    from celery.worker import state as worker_state
+
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    sender.drain(destination.pk)
+    change_and_rebuild(small_games, 6)
+    monkeypatch.setattr(worker_state, "should_stop", 0)  # a warm shutdown, exit code 0
+
+    assert sender.help_waiting(time.monotonic()) == 0
+    assert sender.next_owed(destination.pk) is not None, "left for the workers that stay"
+
+
 def test_sent_seq_never_moves_backwards(small_games, subscribe):
     destination = subscribe(small_games, redis_destination_settings())
     sender.drain(destination.pk)
