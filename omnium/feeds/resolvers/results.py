@@ -32,6 +32,7 @@ def resolve(games, filter: str) -> Resolved:
     # Every fixture and event, because a scheduled fixture joins this file when it starts.
     resolved.depends_on("fixture", (f["id"] for f in fixtures))
     resolved.depends_on("unit", (e["id"] for e in events))
+    resolved.depends_on("medal_award", (e["id"] for e in events))
     started = defaultdict(list)
     for fixture in fixtures:
         if fixture["status"] != Fixture.Status.SCHEDULED:

@@ -41,7 +41,8 @@ def resolve(games, filter: str) -> Resolved:
     resolved.depends_on("athlete", [athlete["id"]])
     resolved.depends_on("fixture", {p["fixture_id"] for p in places})
     resolved.depends_on("entry", {p["entry_id"] for p in places})
-    resolved.depends_on("unit", {p["entry__event_id"] for p in places})  # medals are noted on the unit
+    resolved.depends_on("unit", {p["entry__event_id"] for p in places})
+    resolved.depends_on("medal_award", {p["entry__event_id"] for p in places})
     resolved.saw_change(athlete["changed_at"], *(p["fixture__changed_at"] for p in places))
     return resolved
 
