@@ -214,19 +214,22 @@ def test_standings_follow_finished_results_not_every_live_score(small_games):
     assert standings in pending_after_correction
 
 
-def test_a_medal_award_rebuilds_the_files_that_show_medals_and_no_other(small_games):
-    final = Fixture.objects.filter(games=small_games, is_medal_fixture=True,
-                                   status=Fixture.Status.SCHEDULED).first()
+def award_after_a_finished_final(games) -> set[str]:
+    """Finish a medal event's final, then award its gold; returns the feed types (with filter)
+    of the files the award alone made pending."""
+    final = Fixture.objects.filter(games=games, is_medal_fixture=True, status=Fixture.Status.SCHEDULED).first()
     workflow.record_score(final.pk, {c.entry_id: 10 + n for n, c in enumerate(final.competitors.all())})
     workflow.finish_fixture(final.pk)
     changes.handle_all()
     PendingBuild.objects.all().delete()
-    winner = final.competitors.order_by("rank").first().entry_id
-
-    workflow.award_medals(final.event_id, {winner: "gold"})
+    workflow.award_medals(final.event_id, {final.competitors.order_by("rank").first().entry_id: "gold"})
     changes.handle_all()
+    return {key.split("/", 1)[1] for key in PendingBuild.objects.values_list("doc_key", flat=True)}
 
-    pending = {key.split("/", 1)[1] for key in PendingBuild.objects.values_list("doc_key", flat=True)}
+
+def test_a_medal_award_rebuilds_the_files_that_show_medals_and_no_other(small_games):
+    pending = award_after_a_finished_final(small_games)
+
     assert "results" in pending, "the results show the medals"
     assert not pending & {"entries", "participants", "standings", "calendar"}, pending
 
@@ -240,14 +243,5 @@ def test_files_built_before_medal_awards_had_their_own_kind_still_get_the_award(
     FeedDependency.objects.filter(record_kind="medal_award").delete()  # as built before the change
     with connection.cursor() as cursor:
         cursor.execute(migration.FORWARD)
-    final = Fixture.objects.filter(games=small_games, is_medal_fixture=True,
-                                   status=Fixture.Status.SCHEDULED).first()
-    workflow.record_score(final.pk, {c.entry_id: 10 + n for n, c in enumerate(final.competitors.all())})
-    workflow.finish_fixture(final.pk)
-    changes.handle_all()
-    PendingBuild.objects.all().delete()
 
-    workflow.award_medals(final.event_id, {final.competitors.order_by("rank").first().entry_id: "gold"})
-    changes.handle_all()
-
-    assert PendingBuild.objects.filter(doc_key=f"{small_games.code}/results").exists()
+    assert "results" in award_after_a_finished_final(small_games)
