@@ -7,6 +7,7 @@ starts a new flight, by then the result is in Redis and memory, so that is rare.
 """
 
 import threading
+from collections.abc import Hashable
 
 
 class _Flight:
@@ -20,10 +21,10 @@ class _Flight:
 
 class SingleFlight:
     def __init__(self):
-        self._flights: dict[str, _Flight] = {}
+        self._flights: dict[Hashable, _Flight] = {}
         self._lock = threading.Lock()
 
-    def do(self, key: str, call):
+    def do(self, key: Hashable, call):
         with self._lock:
             flight = self._flights.get(key)
             leader = flight is None

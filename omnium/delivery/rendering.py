@@ -8,15 +8,13 @@ is shared (single-flight) rather than repeated by every thread that missed the c
 The cache key includes the version, so a cached copy is never stale.
 """
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks, Rendered
 from omnium.feeds.models import FeedDocument
-from omnium.single_flight import SingleFlight
+from omnium.memory_lru import ByteBoundedLru
 
 CACHE_BYTES = 96 * 1024 * 1024
 
@@ -32,49 +30,12 @@ class CurrentVersion:
     built_at: datetime  # with seq, names the exact bytes (even if a test database restarts seq)
 
 
-class ByteBoundedLru:
-    def __init__(self, limit: int):
-        self.limit, self.size = limit, 0
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key, value: bytes | Rendered) -> None:
-        cost = len(value.body if isinstance(value, Rendered) else value)
-        with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = value
-            self.size += cost
-            while self.size > self.limit and len(self._items) > 1:
-                _, dropped = self._items.popitem(last=False)
-                self.size -= len(dropped.body if isinstance(dropped, Rendered) else dropped)
+def _size(value: bytes | Rendered) -> int:
+    return len(value.body if isinstance(value, Rendered) else value)
 
 
-_cache = ByteBoundedLru(CACHE_BYTES)
-_in_flight = SingleFlight()
-
-
-def _cached(key: tuple, make):
-    """The cached value of `key`, made once however many threads ask for it at once."""
-    value = _cache.get(key)
-    if value is None:
-        value = _in_flight.do(repr(key), lambda: _made_and_kept(key, make))
-    return value
-
-
-def _made_and_kept(key: tuple, make):
-    value = _cache.get(key)  # made by a flight that ended just before this one began
-    if value is None:
-        value = make()
-        _cache.put(key, value)
-    return value
+# Bodies by (doc_key, seq, built_at); renders by that plus transform and marks.
+_cache = ByteBoundedLru(CACHE_BYTES, size_of=_size)
 
 
 def current_version(doc_key: str) -> CurrentVersion | None:
@@ -85,11 +46,11 @@ def current_version(doc_key: str) -> CurrentVersion | None:
 
 def render(version: CurrentVersion, transform: str, marks: Marks) -> Rendered:
     key = (version.doc_key, version.seq, version.built_at, transform, marks)
-    return _cached(key, lambda: TRANSFORMS[transform].render(_body(version), marks))
+    return _cache.get_or_make(key, lambda: TRANSFORMS[transform].render(_body(version), marks))
 
 
 def _body(version: CurrentVersion) -> bytes:
-    return _cached((version.doc_key, version.seq, version.built_at), lambda: _read_body(version))
+    return _cache.get_or_make((version.doc_key, version.seq, version.built_at), lambda: _read_body(version))
 
 
 def _read_body(version: CurrentVersion) -> bytes:

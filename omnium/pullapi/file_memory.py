@@ -1,9 +1,9 @@
 """The files an API process keeps in memory, bounded in bytes, least recently used dropped first."""
 
 import gzip
-import threading
 import time
-from collections import OrderedDict
+
+from omnium.memory_lru import ByteBoundedLru
 
 
 class CachedFile:
@@ -35,35 +35,9 @@ class CachedFile:
         return len(self.gz) + (len(self._plain) if self._plain is not None else 0)
 
 
-class FileMemory:
+class FileMemory(ByteBoundedLru):
+    """The files an API process keeps, by their cache key; a file's size grows when its
+    plain body is first needed, and putting it again accounts for that."""
+
     def __init__(self, limit_bytes: int):
-        self.limit_bytes = limit_bytes
-        self.used_bytes = 0
-        self._files: OrderedDict[str, tuple[CachedFile, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> CachedFile | None:
-        with self._lock:
-            entry = self._files.get(key)
-            if entry is None:
-                return None
-            self._files.move_to_end(key)
-            return entry[0]
-
-    def put(self, key: str, file: CachedFile) -> None:
-        """Keep `file` (or account for its grown size when it is already kept)."""
-        size = file.size
-        with self._lock:
-            old = self._files.pop(key, None)
-            if old is not None:
-                self.used_bytes -= old[1]
-            if size > self.limit_bytes:
-                return
-            self._files[key] = (file, size)
-            self.used_bytes += size
-            while self.used_bytes > self.limit_bytes:
-                _, (_, dropped) = self._files.popitem(last=False)
-                self.used_bytes -= dropped
-
-    def __len__(self) -> int:
-        return len(self._files)
+        super().__init__(limit_bytes, size_of=lambda file: file.size)
