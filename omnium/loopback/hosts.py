@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from omnium.delivery.transports.webhook import verify_signature
-
 from omnium.loopback.servers import LOOPBACK
 
 # --- webhook receiver ---------------------------------------------------------------------
@@ -29,6 +28,24 @@ def serve_http(handler: type[BaseHTTPRequestHandler]) -> LoopbackHTTPServer:
     server = LoopbackHTTPServer((LOOPBACK, 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """What every loopback HTTP receiver's handler does: read the body, answer briefly, log
+    nothing (the test output stays readable)."""
+
+    def read_body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("content-length", 0)))
+
+    def answer(self, status: int = 200, body: bytes = b"ok", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in {**(headers or {}), "content-length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
 @dataclass
@@ -51,25 +68,15 @@ class WebhookReceiver:
     def start(self) -> WebhookReceiver:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                body = self.read_body()
                 headers = dict(self.headers.items())
                 verified = verify_signature(receiver.secret, headers, body)
                 receiver.deliveries.append(Delivery(self.path, headers, body, verified))
                 status, extra = receiver.replies.pop(0) if receiver.replies else (200, {})
-                self._answer(status if verified else 401, extra)
-
-            def _answer(self, status: int, extra: dict[str, str]) -> None:
-                reply = f"received {status}".encode()
-                self.send_response(status)
-                for name, value in {**extra, "content-length": str(len(reply))}.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args):
-                pass
+                status = status if verified else 401
+                self.answer(status, f"received {status}".encode(), extra)
 
         self.http = serve_http(Handler)
         return self

@@ -2,7 +2,6 @@
 
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -10,7 +9,7 @@ from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Fixture
-from omnium.loopback.hosts import serve_http
+from omnium.loopback.hosts import QuietHandler, serve_http
 from tests import processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
@@ -27,19 +26,13 @@ class SlowReceiver:
         self.in_flight, self.max_in_flight, self.received = {}, {}, []
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.read_body()
                 receiver._enter(self.path)
                 time.sleep(receiver.hold_s)
                 receiver._leave(self.path)
-                self.send_response(200)
-                self.send_header("content-length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
+                self.answer()
 
         self.http = serve_http(Handler)
 

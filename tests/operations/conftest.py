@@ -1,13 +1,12 @@
 """Local alert channels: an SMTP server (aiosmtpd) and a Slack-compatible webhook receiver."""
 
 import json
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from aiosmtpd.controller import Controller
 from django.test import override_settings
 
-from omnium.loopback.hosts import serve_http
+from omnium.loopback.hosts import QuietHandler, serve_http
 from omnium.loopback.servers import free_port
 
 
@@ -25,16 +24,10 @@ class SlackReceiver:
         self.posts = []
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):
-                receiver.posts.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
-                self.send_response(200)
-                self.send_header("content-length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
+                receiver.posts.append(json.loads(self.read_body()))
+                self.answer()
 
         self.http = serve_http(Handler)
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/hooks/omnium"
