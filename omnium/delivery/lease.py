@@ -84,8 +84,8 @@ RETURNING ss.destination_id
 def claim_waiting(send_timeout_s: float) -> tuple[int, uuid.UUID] | None:
     """Lease the destination that has waited longest for a sender: (its id, the token), or None.
 
-    `send_timeout_s` must cover any destination's deadline; the caller renews with the
-    destination's own once it knows which one it got."""
+    `send_timeout_s` should cover any destination's deadline (the admin's upper bound); the
+    caller renews for a destination whose deadline was set beyond it."""
     token = uuid.uuid4()
     with connection.cursor() as cursor:
         cursor.execute(CLAIM_WAITING, {"token": token, "ttl": lease_seconds(send_timeout_s)})

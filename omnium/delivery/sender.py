@@ -85,7 +85,7 @@ def drain(destination_id: int, started: float | None = None) -> str:
 
     `started` is when the task began, so that time spent on other destinations counts
     against the same budget."""
-    destination = Destination.objects.select_related("client").filter(pk=destination_id).first()
+    destination = _destination(destination_id)
     if destination is None:
         return OFF
     token = lease.acquire(destination_id, destination.send_timeout_s)
@@ -111,14 +111,20 @@ def help_waiting(started: float) -> int:
         if claimed is None:
             break
         destination_id, token = claimed
-        destination = Destination.objects.select_related("client").filter(pk=destination_id).first()
-        if destination is None or not lease.renew(destination_id, token, destination.send_timeout_s):
-            empty_claims += 1  # deleted this instant, or its lease lost: nothing sent
+        destination = _destination(destination_id)
+        if destination is None:
+            empty_claims += 1  # deleted this instant: nothing sent
             continue
+        if destination.send_timeout_s > MAX_SEND_TIMEOUT_S:  # set past the admin's bound
+            lease.renew(destination_id, token, destination.send_timeout_s)
         outcome = _drain_and_release(destination, token, started)
         helped += 1
         empty_claims = 0 if outcome in (DRAINED, FAILED) else empty_claims + 1
     return helped
+
+
+def _destination(destination_id: int) -> Destination | None:
+    return Destination.objects.select_related("client").filter(pk=destination_id).first()
 
 
 def _worker_stopping() -> bool:
