@@ -73,15 +73,20 @@ def _build_and_save(definition: FeedDefinition, key: FileKey):
     deps_hash = dependencies_hash(resolved.records)
     doc_key = str(key)
     current = _lock_current(doc_key)
+    # A file's records rarely change when its content does (a score, not a new fixture), and
+    # rewriting thousands of dependency rows on every version was most of a build's writes.
+    dependencies_changed = current is None or bytes(current[1]) != deps_hash
     if current and bytes(current[0]) == file.content_hash:
-        if bytes(current[1]) != deps_hash:
-            _replace_dependencies(doc_key, resolved, deps_hash)
+        if dependencies_changed:
+            _replace_dependencies(doc_key, resolved)
+            _save_dependencies_hash(doc_key, deps_hash)
         return UNCHANGED, current[2], 0
     seq = _next_seq()
     body = file.body(timezone.now())
     if not _upsert(definition, key, body, file.content_hash, deps_hash, seq, changed_at):
         return SUPERSEDED, None, 0
-    _replace_dependencies(doc_key, resolved, deps_hash)
+    if dependencies_changed:  # the upsert saved their hash
+        _replace_dependencies(doc_key, resolved)
     _record_version(doc_key, seq, file.content_hash, len(body), changed_at)
     file_version_saved.send(sender=FeedDefinition, doc_key=doc_key, seq=seq, definition_id=definition.pk,
                             filter=key.filter)
@@ -132,7 +137,7 @@ def _upsert(definition, key: FileKey, body, content_hash, deps_hash, seq, change
         return cursor.rowcount == 1
 
 
-def _replace_dependencies(doc_key: str, resolved: Resolved, deps_hash: bytes) -> None:
+def _replace_dependencies(doc_key: str, resolved: Resolved) -> None:
     kinds, ids = zip(*resolved.records) if resolved.records else ((), ())
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM feed_dependency WHERE doc_key = %s", [doc_key])
@@ -141,6 +146,10 @@ def _replace_dependencies(doc_key: str, resolved: Resolved, deps_hash: bytes) ->
             " SELECT kind, id, %s FROM unnest(%s::text[], %s::uuid[]) AS t(kind, id)",
             [doc_key, list(kinds), list(ids)],
         )
+
+
+def _save_dependencies_hash(doc_key: str, deps_hash: bytes) -> None:
+    with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE feeds_feeddocument SET dependencies_hash = %s WHERE doc_key = %s", [deps_hash, doc_key]
         )

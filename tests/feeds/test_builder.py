@@ -2,13 +2,14 @@ import threading
 
 import orjson
 import pytest
+from django.db import connection
 
 from omnium.feeds import builder
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDependency, FeedDocument
 from omnium.feeds.resolvers import RESOLVERS
 from omnium.games import workflow
-from omnium.games.models import Fixture
+from omnium.games.models import Entry, Fixture, MedalEvent
 
 
 def _snapshot(doc_key):
@@ -52,6 +53,42 @@ def test_a_real_change_takes_a_new_seq_and_replaces_dependencies(small_games):
     assert deps == fixtures
 
 
+def _dependency_row_versions(doc_key):
+    """Each dependency row with the transaction that wrote it: rewritten rows get a new xmin."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT record_kind, record_id, xmin::text FROM feed_dependency WHERE doc_key = %s",
+                       [doc_key])
+        return set(cursor.fetchall())
+
+
+def test_a_new_version_with_the_same_records_leaves_dependency_rows_unwritten(small_games):
+    doc_key = f"{small_games.code}/calendar"
+    rows_before = _dependency_row_versions(doc_key)
+    fixture = Fixture.objects.filter(games=small_games).first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 4})
+
+    result = build_file(doc_key)
+
+    assert result.outcome == builder.NEW_VERSION
+    assert _dependency_row_versions(doc_key) == rows_before
+
+
+def test_a_new_version_with_a_new_record_rewrites_its_dependencies(small_games):
+    entry = Entry.objects.filter(games=small_games, athlete__isnull=False).select_related("noc").first()
+    doc_key = f"{small_games.code}/country/{entry.noc.code}"
+    hash_before = bytes(FeedDocument.objects.get(doc_key=doc_key).dependencies_hash)
+    other_event = MedalEvent.objects.filter(games=small_games, is_team=False).exclude(
+        entries__athlete=entry.athlete).first()
+    added = workflow.add_entry(other_event.pk, athlete_id=entry.athlete_id)
+
+    result = build_file(doc_key)
+
+    assert result.outcome == builder.NEW_VERSION
+    entries = {row[1] for row in _dependency_row_versions(doc_key) if row[0] == "entry"}
+    assert added.pk in entries
+    assert bytes(FeedDocument.objects.get(doc_key=doc_key).dependencies_hash) != hash_before
+
+
 def test_older_build_finishing_last_never_overwrites_newer(small_games, monkeypatch):
     doc_key = f"{small_games.code}/calendar"
     fixture = Fixture.objects.filter(games=small_games).first()
@@ -91,3 +128,4 @@ def test_unknown_country_file_is_refused(small_games):
 
     with pytest.raises(UnknownFile, match="ZZZ"):
         build_file(f"{small_games.code}/country/ZZZ")
+
