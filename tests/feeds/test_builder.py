@@ -129,3 +129,9 @@ def test_unknown_country_file_is_refused(small_games):
     with pytest.raises(UnknownFile, match="ZZZ"):
         build_file(f"{small_games.code}/country/ZZZ")
 
+
+def test_bodies_are_stored_compressed_with_lz4(small_games):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_compression(body) FROM feeds_feeddocument WHERE doc_key = %s",
+                       [f"{small_games.code}/calendar"])
+        assert cursor.fetchone()[0] == "lz4"
