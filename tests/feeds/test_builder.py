@@ -130,6 +130,18 @@ def test_unknown_country_file_is_refused(small_games):
         build_file(f"{small_games.code}/country/ZZZ")
 
 
+def test_a_country_file_lists_its_fixtures_with_only_its_own_competitors(small_games):
+    from omnium.games.models import Competitor
+
+    noc = Entry.objects.filter(games=small_games).values_list("noc__code", flat=True).first()
+    body = orjson.loads(bytes(FeedDocument.objects.get(doc_key=f"{small_games.code}/country/{noc}").body))
+
+    own = Competitor.objects.filter(fixture__games=small_games, entry__noc__code=noc)
+    listed = {(f["id"], c["entry"]) for f in body["data"]["fixtures"] for c in f["competitors"]}
+    assert listed == {(str(c.fixture_id), str(c.entry_id)) for c in own}
+    assert Competitor.objects.filter(fixture_id__in={f for f, _ in listed}).exclude(entry__noc__code=noc).exists()
+
+
 def test_bodies_are_stored_compressed_with_lz4(small_games):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_column_compression(body) FROM feeds_feeddocument WHERE doc_key = %s",

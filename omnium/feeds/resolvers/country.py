@@ -9,12 +9,13 @@ from omnium.games.models import Entry, MedalStanding, Noc
 
 def resolve(games, filter: str) -> Resolved:
     noc = Noc.objects.filter(code=filter).first()
-    if noc is None or not Entry.objects.filter(games=games, noc=noc).exists():
+    entries = noc and list(Entry.objects.filter(games=games, noc=noc).order_by("event__code", "id")
+                           .values(*ENTRY_FIELDS, "event__code"))
+    if not entries:
         raise UnknownFile(f"NOC {filter!r} has no entries at {games.code}")
     resolved = Resolved(data=None)
     # The NOC itself stands for "the set of its entries": a new entry names it.
     resolved.depends_on("noc", [noc.pk])
-    entries = list(Entry.objects.filter(games=games, noc=noc).order_by("event__code", "id").values(*ENTRY_FIELDS, "event__code"))
     resolved.depends_on("entry", (e["id"] for e in entries))
     resolved.saw_change(*(e["changed_at"] for e in entries))
     fixtures = rows.fixtures(games, noc=noc)
@@ -26,15 +27,15 @@ def resolve(games, filter: str) -> Resolved:
         "name": noc.name,
         "medals": standing,
         "entries": [dict(entry_document(e), event=e["event__code"]) for e in entries],
-        "fixtures": [_own_view(rows.fixture_document(f), noc.code) for f in fixtures],
+        "fixtures": [_own_view(rows.fixture_document(f)) for f in fixtures],
     }
     return resolved
 
 
-def _own_view(fixture: dict, noc_code: str) -> dict:
-    """A fixture as a country sees it: its own competitors only (the full one is in the calendar)."""
+def _own_view(fixture: dict) -> dict:
+    """A fixture as a country sees it (its rows hold its own competitors only; the full
+    fixture is in the calendar)."""
     del fixture["sport"], fixture["discipline"]
-    fixture["competitors"] = [c for c in fixture["competitors"] if c["noc"] == noc_code]
     return fixture
 
 
