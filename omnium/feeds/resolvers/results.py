@@ -7,6 +7,7 @@ from omnium.feeds.resolvers.base import Resolved
 from omnium.games.models import Fixture, MedalAward, MedalEvent
 
 MEDAL_ORDER = {"gold": 0, "silver": 1, "bronze": 2}
+STARTED = [status for status in Fixture.Status if status != Fixture.Status.SCHEDULED]
 
 
 def medals_by_event(games) -> dict:
@@ -28,16 +29,14 @@ def medals_by_event(games) -> dict:
 def resolve(games, filter: str) -> Resolved:
     resolved = Resolved(data=None)
     events = list(MedalEvent.objects.filter(games=games).order_by("code").values("id", "code", "name", "changed_at"))
-    fixtures = rows.fixtures(games)
     # Every fixture and event, because a scheduled fixture joins this file when it starts.
-    resolved.depends_on("fixture", (f["id"] for f in fixtures))
+    resolved.depends_on("fixture", rows.fixture_ids(games))
     resolved.depends_on("unit", (e["id"] for e in events))
     resolved.depends_on("medal_award", (e["id"] for e in events))
     started = defaultdict(list)
-    for fixture in fixtures:
-        if fixture["status"] != Fixture.Status.SCHEDULED:
-            started[fixture["event_id"]].append(rows.fixture_document(fixture))
-            resolved.saw_change(fixture["changed_at"])
+    for fixture in rows.fixtures(games, status__in=STARTED):
+        started[fixture["event_id"]].append(rows.fixture_document(fixture))
+        resolved.saw_change(fixture["changed_at"])
     medals = medals_by_event(games)
     for event in events:
         if medals.get(event["id"]):

@@ -42,18 +42,27 @@ FIXTURE_FIELDS = (
 )
 
 
-def fixtures(games, noc=None) -> list[dict]:
+def fixtures(games, noc=None, **where) -> list[dict]:
     """The Games' fixtures in schedule order, each with its competitors under "competitors".
+
+    `where` narrows them in the query (Django lookups, e.g. status="finished"): a file that
+    shows a few fixtures should not fetch the competitors of all 4,000.
 
     Given a `noc`: only the fixtures where it competes, each with only its competitors. A
     country's file shows no one else, and fetching every heat's full field to throw most of
     it away was most of the work of the ~10 country builds a second in a busy hour."""
-    selected = Fixture.objects.filter(games=games)
+    selected = Fixture.objects.filter(games=games, **where)
     if noc is not None:
         selected = selected.filter(pk__in=Competitor.objects.filter(entry__noc=noc).values("fixture_id"))
     competitors = competitors_by_fixture(selected.values("id"), noc)
     rows = selected.order_by("starts_at", "id").values(*FIXTURE_FIELDS)
     return [dict(row, competitors=competitors.get(row["id"], [])) for row in rows]
+
+
+def fixture_ids(games, **where) -> list:
+    """The ids of the Games' fixtures (narrowed by `where`): what a file depends on beyond
+    the fixtures it shows, at the cost of one column."""
+    return list(Fixture.objects.filter(games=games, **where).values_list("id", flat=True))
 
 
 def fixture_document(row: dict) -> dict:

@@ -30,17 +30,15 @@ def _tally(finished: list[dict]) -> list[dict]:
 def resolve(games, filter: str) -> Resolved:
     resolved = Resolved(data=None)
     events = list(MedalEvent.objects.filter(games=games).order_by("code").values("id", "code", "name"))
-    fixtures = rows.fixtures(games)
     # Standings count finished fixtures only, so they follow "fixture_result" (a fixture
     # finished, or a finished one re-ranked), not every live score: a score in a running
     # fixture rebuilt this file for nothing and kept its quiet period from ever ending.
-    resolved.depends_on("fixture_result", (f["id"] for f in fixtures))
+    resolved.depends_on("fixture_result", rows.fixture_ids(games))
     resolved.depends_on("unit", (e["id"] for e in events))
     finished = defaultdict(list)
-    for fixture in fixtures:
-        if fixture["status"] == Fixture.Status.FINISHED:
-            finished[fixture["event_id"]].append(fixture)
-            resolved.saw_change(fixture["changed_at"])
+    for fixture in rows.fixtures(games, status=Fixture.Status.FINISHED):
+        finished[fixture["event_id"]].append(fixture)
+        resolved.saw_change(fixture["changed_at"])
     resolved.data = {
         "events": [
             {"code": e["code"], "name": e["name"], "table": _tally(finished[e["id"]])}

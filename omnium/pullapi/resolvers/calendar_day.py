@@ -20,7 +20,7 @@ def resolve(games, filter: str) -> Resolved:
     if not games.starts_on <= day <= games.ends_on:
         raise UnknownFile(f"{filter} is not a day of {games.code}")
     start = datetime.combine(day, time.min, tzinfo=timezone.utc)
-    fixtures = [f for f in rows.fixtures(games) if start <= f["starts_at"] < start + timedelta(days=1)]
+    fixtures = rows.fixtures(games, starts_at__gte=start, starts_at__lt=start + timedelta(days=1))
     resolved = Resolved(data={"date": iso_date(day), "fixtures": [rows.fixture_document(f) for f in fixtures]})
     resolved.depends_on("fixture", (f["id"] for f in fixtures))
     # A scheduled fixture of another day may be moved into this one, and a move names only

@@ -10,7 +10,7 @@ def resolve(games, filter: str) -> Resolved:
     event = MedalEvent.objects.filter(games=games, code=filter).values("id", "code", "name").first()
     if event is None:
         raise UnknownFile(f"no unit {filter!r} in {games.code}")
-    fixtures = [f for f in rows.fixtures(games) if f["event_id"] == event["id"]]
+    fixtures = rows.fixtures(games, event_id=event["id"])
     finished = [f for f in fixtures if f["status"] == Fixture.Status.FINISHED]
     resolved = Resolved(data={"unit": {"code": event["code"], "name": event["name"]}, "table": _tally(finished)})
     resolved.depends_on("fixture", (f["id"] for f in fixtures))
