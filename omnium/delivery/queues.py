@@ -28,13 +28,16 @@ def kick(destination_id: int, countdown: float = 0) -> None:
 
 
 def kick_all(destination_ids) -> None:
-    """Kick many destinations through one broker connection: a version owed to 500
-    destinations is 500 messages, and taking a pooled connection for each cost about 3 ms."""
+    """Kick many destinations through one broker connection, in one pipelined batch.
+
+    A version owed to 500 destinations is 500 messages. Taking a pooled connection for each
+    cost about 3 ms; and one round trip each cost a builder about 10 ms a kick under load
+    (0.2 s for 20 destinations, after every version, before it could build the next file)."""
     from omnium.celery import app
     from omnium.delivery.tasks import drain_destination
 
     try:
-        with app.producer_or_acquire() as producer:
+        with app.producer_or_acquire() as producer, producer.batch():
             for destination_id in destination_ids:
                 drain_destination.apply_async(args=[destination_id], queue=delivery_queue(destination_id),
                                               producer=producer)
