@@ -2,6 +2,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 
 import orjson
+from django.db.models import Count
 
 from omnium.feeds.canonical import canonical, decimal_text, iso_time
 
@@ -26,3 +27,22 @@ def test_times_and_decimals_have_one_spelling():
     assert iso_time(datetime(2026, 9, 20, 12, 0, 5, 999, tzinfo=timezone.utc)) == "2026-09-20T12:00:05Z"
     assert decimal_text(Decimal("9.580")) == decimal_text(Decimal("9.58")) == "9.58"
     assert decimal_text(Decimal("10.000")) == "10"
+
+
+SCORES = ["9.580", "10.000", "0.000", "-1.250", "123456789.001", "100.000", "0.500", None]
+
+
+def test_scores_read_in_postgresql_have_the_same_spelling_as_decimal_text(small_games):
+    from omnium.feeds.resolvers import rows
+    from omnium.games.models import Competitor, Fixture
+
+    fixture = Fixture.objects.filter(games=small_games).annotate(field=Count("competitors")).order_by("-field")[0]
+    competitors = list(fixture.competitors.order_by("entry_id"))
+    assert len(competitors) >= len(SCORES)
+    for competitor, score in zip(competitors, SCORES):
+        Competitor.objects.filter(pk=competitor.pk).update(score=score, rank=None)
+    expected = {str(c.entry_id): decimal_text(Decimal(s) if s else None) for c, s in zip(competitors, SCORES)}
+
+    listed = rows.competitors_by_fixture([fixture.pk])[fixture.pk]
+
+    assert {c["entry"]: c["score"] for c in listed} == expected

@@ -2,12 +2,27 @@
 
 from collections import defaultdict
 
-from omnium.feeds.canonical import decimal_text, iso_time
+from django.db.models import Func, TextField
+from django.db.models.functions import Cast
+
+from omnium.feeds.canonical import iso_time
 from omnium.games.models import Competitor, Fixture
 
 
 def competitor_name(given: str | None, family: str | None, team: str | None) -> str:
     return team if team else f"{family.upper()} {given}"
+
+
+def as_text(field: str) -> Cast:
+    """A column as text, made by PostgreSQL: for ids the file shows only as text."""
+    return Cast(field, TextField())
+
+
+def decimal_as_text(field: str) -> Cast:
+    """A decimal column in canonical.decimal_text's form ("12.5", "10", "0"), made by
+    PostgreSQL: building 20k Decimals to format them in Python was a large part of a
+    calendar build."""
+    return Cast(Func(field, function="trim_scale"), TextField())
 
 
 def competitors_by_fixture(fixture_ids, noc=None) -> dict:
@@ -19,17 +34,17 @@ def competitors_by_fixture(fixture_ids, noc=None) -> dict:
         selected
         .order_by("fixture_id", "rank", "entry_id")
         .values_list(
-            "fixture_id", "entry_id", "score", "rank", "entry__noc__code",
+            "fixture_id", as_text("entry_id"), decimal_as_text("score"), "rank", "entry__noc__code",
             "entry__athlete__given_name", "entry__athlete__family_name", "entry__team__name",
         )
     )
     grouped = defaultdict(list)
     for fixture_id, entry_id, score, rank, noc, given, family, team in rows:
         grouped[fixture_id].append({
-            "entry": str(entry_id),
+            "entry": entry_id,
             "name": competitor_name(given, family, team),
             "noc": noc,
-            "score": decimal_text(score),
+            "score": score,
             "rank": rank,
         })
     return grouped
