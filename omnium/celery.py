@@ -1,8 +1,10 @@
 """The Celery application. Routing and the beat schedule live in omnium.routing."""
 
+import gc
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
 
@@ -17,3 +19,13 @@ def _apply_routing(sender, **kwargs):
 
     sender.conf.task_routes = routing.task_routes()
     sender.conf.beat_schedule = routing.beat_schedule()
+
+
+@worker_process_init.connect  # each prefork child, after the fork
+@worker_ready.connect  # the worker itself (a threads pool runs tasks here)
+def _freeze_startup_objects(**kwargs):
+    """Leave the objects of start-up (Django, the models, the task modules) out of every
+    garbage collection from now on. A build allocates some 100k objects, enough to trigger
+    full collections, and each walked that whole start-up heap: half of the calendar
+    resolves on the bench Games took 0.19 s instead of 0.12 s. Frozen, they all take 0.12 s."""
+    gc.freeze()
