@@ -12,6 +12,8 @@ app = Celery("omnium")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+from omnium import worker_connections  # noqa: E402,F401  (connects its task signals)
+
 
 @app.on_after_configure.connect
 def _apply_routing(sender, **kwargs):

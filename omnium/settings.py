@@ -90,6 +90,7 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/omnium"),
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str(
     "TEST_DATABASE_NAME", default="test_omnium"
 )
@@ -134,6 +135,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_TIMEZONE = "UTC"
+# Celery's Django fixup would close every database connection around every task; it now
+# does so only every this many tasks, and omnium.worker_connections closes the broken or old.
+CELERY_DB_REUSE_MAX = 1000
 
 # --- Omnium's own settings, read lazily through omnium.conf ------------------------------
 OMNIUM = {

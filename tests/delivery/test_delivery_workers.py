@@ -4,9 +4,10 @@ import threading
 import time
 
 import pytest
+from django.db import connection
 
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
-from omnium.feeds.models import FeedDocument
+from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture
 from omnium.loopback.hosts import QuietHandler, serve_http
@@ -160,3 +161,43 @@ def test_one_worker_host_sends_to_32_destinations_in_parallel(small_games, subsc
                message="32 destinations served")
 
     assert time.monotonic() - started < 10, "32 sends of 2 s each ran one after another"
+
+
+def _sessions_opened() -> int:
+    """How many connections to the test database have ever been opened (PostgreSQL's count)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def _worker_backends() -> set:
+    """The PostgreSQL server processes of everyone else connected to the test database."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_workers_keep_their_database_connections_and_survive_losing_them(small_games, subscribe, pipeline):
+    builds, delivery, beat = pipeline
+    destination = subscribe(small_games, redis_destination_settings())
+    settled = lambda: not PendingBuild.objects.exists() and delivered(destination, calendar_seq(small_games))  # noqa: E731
+    wait_until(settled, 10, message="first send")
+    time.sleep(1)
+    opened = _sessions_opened()
+
+    seq_before = calendar_seq(small_games)
+    score(small_games, 61)
+    wait_until(lambda: calendar_seq(small_games) > seq_before and settled(), 10, message="second version sent")
+    time.sleep(1)
+    assert _sessions_opened() - opened <= 2, "the workers opened a connection per task"
+
+    cut = _worker_backends()
+    with connection.cursor() as cursor:  # as a database restart or a network cut would
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [list(cut)])
+    wait_until(lambda: not cut & _worker_backends(), 5, message="the server processes gone")
+    seq_before = calendar_seq(small_games)
+    score(small_games, 62)
+    wait_until(lambda: calendar_seq(small_games) > seq_before and settled(), 10, message="sent after the cut")
+
+    assert "Traceback" not in builds.output_since_start() + delivery.output_since_start()
