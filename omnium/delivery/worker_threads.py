@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 
 def served_destinations(consumer) -> list[int]:
+    if consumer.task_consumer is None:  # the worker is starting or stopping
+        return []
     names = [queue.name for queue in consumer.task_consumer.queues]
     return [int(name.split(".", 1)[1]) for name in names if name.split(".", 1)[1].isdigit()]
 
