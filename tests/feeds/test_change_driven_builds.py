@@ -245,3 +245,34 @@ def test_files_built_before_medal_awards_had_their_own_kind_still_get_the_award(
         cursor.execute(migration.FORWARD)
 
     assert "results" in award_after_a_finished_final(small_games)
+
+
+def _claim_order(keys) -> list[str]:
+    from omnium.feeds import debounce
+    from omnium.routing import LIVE
+
+    order = []
+    while (claim := debounce.claim_next_due([LIVE])) is not None:
+        order.append(claim.doc_key)
+    return [key for key in order if key in keys]
+
+
+def test_due_files_are_built_oldest_change_first_and_of_one_change_biggest_first(small_games):
+    from django.utils import timezone
+
+    from omnium.feeds import debounce
+    from omnium.routing import LIVE
+
+    now, second = timezone.now(), timezone.timedelta(seconds=1)
+    by_size = list(FeedDocument.objects.filter(games=small_games).order_by("size").values_list("doc_key", "size"))
+    smallest, smallest_size = by_size[0]
+    # two bigger files where the smaller sorts first by name, as a tie would leave them
+    middle, big = next((m, b) for m, m_size in by_size for b, b_size in by_size
+                       if smallest_size < m_size < b_size and m < b)
+    # `smallest`: changes 9 s and 5 s ago, due 6 s ago; `big` and `middle`: one change 8 s
+    # ago, due 7 s ago. Oldest unbuilt change first, then of one change the biggest first.
+    debounce.note_changes([smallest], now - 9 * second, LIVE)
+    debounce.note_changes([middle, big], now - 8 * second, LIVE)
+    debounce.note_changes([smallest], now - 5 * second, LIVE)
+
+    assert _claim_order({smallest, middle, big}) == [smallest, big, middle]
