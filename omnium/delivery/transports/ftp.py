@@ -93,17 +93,24 @@ def _put_in_place(ftp: ftplib.FTP, body: bytes, final: str) -> int:
     return size
 
 
+# ftplib sends 8 KB at a time by default: 370 socket writes for the calendar, and in a
+# delivery worker each one waits to take the GIL back from up to 31 other sending threads.
+# With 3 busy threads in the process, a 3 MB STOR took 0.1-2.4 s in 8 KB blocks and
+# 0.17-0.28 s in 256 KB ones.
+STORE_BLOCK_BYTES = 256 * 1024
+
+
 def _store(ftp: ftplib.FTP, body: bytes, temporary: str) -> int:
     """STOR ``body`` as ``temporary`` and return the size the server reports, which must
     be ours: a short file must never be renamed into place."""
     try:
-        ftp.storbinary(f"STOR {temporary}", io.BytesIO(body))
+        ftp.storbinary(f"STOR {temporary}", io.BytesIO(body), blocksize=STORE_BLOCK_BYTES)
     except ftplib.error_perm:
         folder = posixpath.dirname(temporary)
         if not folder:
             raise
         _make_folders(ftp, folder)  # 550 is also what a missing folder gets
-        ftp.storbinary(f"STOR {temporary}", io.BytesIO(body))
+        ftp.storbinary(f"STOR {temporary}", io.BytesIO(body), blocksize=STORE_BLOCK_BYTES)
     size = ftp.size(temporary)
     if size != len(body):
         raise TransportError(f"FTP kept {size} bytes of {len(body)}")
