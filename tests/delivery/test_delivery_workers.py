@@ -181,7 +181,10 @@ def _worker_backends() -> set:
 def test_workers_keep_their_database_connections_and_survive_losing_them(small_games, subscribe, pipeline):
     builds, delivery, beat = pipeline
     destination = subscribe(small_games, redis_destination_settings())
-    settled = lambda: not PendingBuild.objects.exists() and delivered(destination, calendar_seq(small_games))  # noqa: E731
+
+    def settled() -> bool:
+        return not PendingBuild.objects.exists() and delivered(destination, calendar_seq(small_games))
+
     wait_until(settled, 10, message="first send")
     time.sleep(1)
     opened = _sessions_opened()

@@ -74,10 +74,10 @@ def fixtures(games, noc=None, **where) -> list[dict]:
     return [dict(row, competitors=competitors.get(row["id"], [])) for row in rows]
 
 
-def fixture_ids(games, **where) -> list:
-    """The ids of the Games' fixtures (narrowed by `where`): what a file depends on beyond
-    the fixtures it shows, at the cost of one column."""
-    return list(Fixture.objects.filter(games=games, **where).values_list("id", flat=True))
+def fixture_ids(games) -> list:
+    """The ids of all the Games' fixtures: what a file depends on beyond the fixtures it
+    shows, at the cost of one column."""
+    return list(Fixture.objects.filter(games=games).values_list("id", flat=True))
 
 
 def fixture_document(row: dict) -> dict:
