@@ -6,7 +6,6 @@ The Redis destinations that `ensure_pull_cache` sets up write these same keys:
   pub:{feed type}/{filter}    a public document named without its Games (fixture, career)
 """
 
-import gzip
 from dataclasses import dataclass
 
 from omnium.clients.transforms import TRANSFORMS
@@ -63,7 +62,3 @@ class PublicDocumentAddress:
 
     def load(self) -> StoredFile | None:
         return database_reads.newest_public_document(self.feed_type, self.filter)
-
-
-def gzipped(body: bytes) -> bytes:
-    return gzip.compress(body, mtime=0)  # mtime 0, as the Redis destination: same body, same bytes

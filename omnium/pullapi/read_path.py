@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import redis
 
+from omnium.compression import gzip_body
 from omnium.conf import omnium_setting
 from omnium.delivery.transports.redis import WRITE_IF_NEWER
-from omnium.pullapi.addresses import gzipped
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.pull_redis import pull_redis
 from omnium.single_flight import SingleFlight
@@ -111,7 +111,7 @@ class ReadPath:
             self._missing[address.redis_key] = time.monotonic() + self._missing_ttl_s
             return None
         self._missing.pop(address.redis_key, None)
-        file = CachedFile(stored.version, stored.etag, gzipped(stored.body), plain=stored.body)
+        file = CachedFile(stored.version, stored.etag, gzip_body(stored.body), plain=stored.body)
         if write_to_redis:
             self._store_if_newer(address.redis_key, file)
         self.memory.put(address.redis_key, file)

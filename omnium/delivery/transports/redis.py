@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 
 import redis
@@ -10,6 +9,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import AuthorizationError
 from redis.retry import Retry
 
+from omnium.compression import gzip_body
 from omnium.memory_lru import ByteBoundedLru
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
@@ -37,15 +37,14 @@ def _url_problem(url: str) -> str | None:
 
 
 # Gzipped bodies by the body's digest: several Redis destinations take the same version at
-# the same moment, and compressing a 3 MB calendar costs about 90 ms.
+# the same moment, so each process compresses a new version once.
 _gzipped_bodies = ByteBoundedLru(32 * 1024 * 1024)
 
 
 def _gzipped(body: bytes) -> bytes:
-    """gzip of `body`, made once per body. Level 6 (zlib's default) is twice as fast as 9 for
-    a body 3 % larger; mtime 0, so the same body always gives the same bytes."""
+    """gzip of `body`, made once per body."""
     digest = hashlib.blake2b(body, digest_size=16).digest()
-    return _gzipped_bodies.get_or_make(digest, lambda: gzip.compress(body, compresslevel=6, mtime=0))
+    return _gzipped_bodies.get_or_make(digest, lambda: gzip_body(body))
 
 
 class RedisTransport(Transport):
