@@ -51,24 +51,31 @@ class Claim:
     claimed_at: datetime
 
 
-# Which due file first: live before bulk; then the file whose oldest unbuilt change is oldest
-# (first come, first served by change, which bounds how long any change waits for its files,
-# where ordering by due time let files with a short quiet period overtake one held to its
-# cap); and when one change made several files due at once, the biggest first: they take the
-# longest to build, and starting them first finishes the whole set soonest. (A lone score
-# makes the calendar, results, standings and country files due at the same instant; the
-# calendar, 3 MB, takes longest.)
+# Which due file first:
+# - live before bulk;
+# - then the file whose oldest unbuilt change is oldest: first come, first served by change,
+#   which bounds how long any change waits for its files (ordering by due time let files
+#   with a short quiet period overtake one held to its cap);
+# - of files made due by one change, those pushed to the most destinations first: a lone
+#   score makes the calendar, results, standings and a dozen country files due at once, and
+#   a standings file that 20 clients wait for was built after country files nobody is sent;
+# - then the biggest first: they take the longest to build, and starting them first finishes
+#   the set soonest (the calendar, 3 MB, takes longest).
+# (Subscribers are counted as fan-out counts them; a file not built yet counts none.)
 CLAIM_NEXT = """
 UPDATE feeds_pendingbuild SET
     claim_token = %(token)s, claimed_at = clock_timestamp(),
     claimed_until = clock_timestamp() + %(ttl)s * interval '1 second'
 WHERE doc_key = (
     SELECT p.doc_key FROM feeds_pendingbuild p
+    LEFT JOIN feeds_feeddocument d ON d.doc_key = p.doc_key
     WHERE p.lane = ANY(%(lanes)s) AND p.due_at <= clock_timestamp()
       AND (p.claimed_until IS NULL OR p.claimed_until < clock_timestamp())
     ORDER BY p.lane = %(live)s DESC, p.first_change_at,
-             (SELECT d.size FROM feeds_feeddocument d WHERE d.doc_key = p.doc_key) DESC NULLS FIRST
-    LIMIT 1 FOR UPDATE SKIP LOCKED)
+             (SELECT count(*) FROM clients_subscription s
+              WHERE s.definition_id = d.definition_id AND s.active AND s.filter IN ('', d.filter)) DESC,
+             d.size DESC NULLS FIRST
+    LIMIT 1 FOR UPDATE OF p SKIP LOCKED)
 RETURNING doc_key, generation, claimed_at
 """
 

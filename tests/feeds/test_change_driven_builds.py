@@ -276,3 +276,24 @@ def test_due_files_are_built_oldest_change_first_and_of_one_change_biggest_first
     debounce.note_changes([smallest], now - 5 * second, LIVE)
 
     assert _claim_order({smallest, middle, big}) == [smallest, big, middle]
+
+
+def test_of_one_change_files_pushed_to_more_destinations_are_built_first(small_games, clean_redis):
+    from django.utils import timezone
+
+    from omnium.clients.provisioning import provision_destination
+    from omnium.feeds import debounce
+    from omnium.routing import LIVE
+
+    # The calendar is the biggest file; standings is small. Two destinations take the
+    # standings, one the calendar, none the results.
+    documents = FeedDocument.objects.filter(games=small_games)
+    calendar, standings, results = (f"{small_games.code}/{feed}" for feed in ("calendar", "standings", "results"))
+    assert documents.get(doc_key=calendar).size > documents.get(doc_key=results).size
+    unreachable = ("webhook", {"url": "http://127.0.0.1:9/hook"}, {"secret": "whsec_" + "A" * 32})
+    provision_destination("acme", "one", unreachable, small_games, ["standings", "calendar"])
+    provision_destination("acme", "two", unreachable, small_games, ["standings"])
+
+    debounce.note_changes([calendar, standings, results], timezone.now() - timezone.timedelta(seconds=5), LIVE)
+
+    assert _claim_order({calendar, standings, results}) == [standings, calendar, results]
