@@ -53,14 +53,17 @@ class Claim:
 
 # Which due file first:
 # - live before bulk;
+# - then files pushed to more destinations (more clients wait for them): a lone score makes
+#   the calendar, results, standings and a dozen country files due at the same instant, and
+#   a standings file that 20 destinations wait for was built after country files pushed to
+#   none. This cannot starve the others: a file is claimed by one builder at a time, and
+#   once built it waits for its next change and quiet period, so the few widely pushed files
+#   take turns with the rest;
 # - then the file whose oldest unbuilt change is oldest: first come, first served by change,
 #   which bounds how long any change waits for its files (ordering by due time let files
 #   with a short quiet period overtake one held to its cap);
-# - of files made due by one change, those pushed to the most destinations first: a lone
-#   score makes the calendar, results, standings and a dozen country files due at once, and
-#   a standings file that 20 clients wait for was built after country files nobody is sent;
-# - then the biggest first: they take the longest to build, and starting them first finishes
-#   the set soonest (the calendar, 3 MB, takes longest).
+# - then the biggest first: they take the longest to build, and starting them first
+#   finishes the set soonest (the calendar, 3 MB, takes longest).
 # (Subscribers are counted as fan-out counts them; a file not built yet counts none.)
 CLAIM_NEXT = """
 UPDATE feeds_pendingbuild SET
@@ -71,10 +74,10 @@ WHERE doc_key = (
     LEFT JOIN feeds_feeddocument d ON d.doc_key = p.doc_key
     WHERE p.lane = ANY(%(lanes)s) AND p.due_at <= clock_timestamp()
       AND (p.claimed_until IS NULL OR p.claimed_until < clock_timestamp())
-    ORDER BY p.lane = %(live)s DESC, p.first_change_at,
+    ORDER BY p.lane = %(live)s DESC,
              (SELECT count(*) FROM clients_subscription s
               WHERE s.definition_id = d.definition_id AND s.active AND s.filter IN ('', d.filter)) DESC,
-             d.size DESC NULLS FIRST
+             p.first_change_at, d.size DESC NULLS FIRST
     LIMIT 1 FOR UPDATE OF p SKIP LOCKED)
 RETURNING doc_key, generation, claimed_at
 """
