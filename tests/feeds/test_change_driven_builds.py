@@ -278,7 +278,7 @@ def test_due_files_are_built_oldest_change_first_and_of_one_change_biggest_first
     assert _claim_order({smallest, middle, big}) == [smallest, big, middle]
 
 
-def test_of_one_change_files_pushed_to_more_destinations_are_built_first(small_games, clean_redis):
+def test_files_pushed_to_more_destinations_are_built_first(small_games, clean_redis):
     from django.utils import timezone
 
     from omnium.clients.provisioning import provision_destination
@@ -294,6 +294,8 @@ def test_of_one_change_files_pushed_to_more_destinations_are_built_first(small_g
     provision_destination("acme", "one", unreachable, small_games, ["standings", "calendar"])
     provision_destination("acme", "two", unreachable, small_games, ["standings"])
 
-    debounce.note_changes([calendar, standings, results], timezone.now() - timezone.timedelta(seconds=5), LIVE)
+    now, second = timezone.now(), timezone.timedelta(seconds=1)
+    debounce.note_changes([results], now - 6 * second, LIVE)  # an older change, pushed to no one
+    debounce.note_changes([calendar, standings], now - 5 * second, LIVE)
 
     assert _claim_order({calendar, standings, results}) == [standings, calendar, results]
