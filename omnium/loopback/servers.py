@@ -171,7 +171,10 @@ def _weed_argv(weed: str, workdir: Path, ports: dict[str, int], bucket: str) -> 
         "-webdav=false",
         "-admin.ui=false",
         "-master.telemetry=false",  # it would report to the internet otherwise
-        "-master.volumeSizeLimitMB=64",
+        # Small volumes fill every few dozen 3 MB uploads, and while SeaweedFS grows new ones
+        # every upload stalls for about a second. Volume files grow as written, so a larger
+        # limit costs no disk until used.
+        "-master.volumeSizeLimitMB=1024",
         "-s3.autoCreateBucket=false",  # a missing bucket must stay missing (a permanent error)
         f"-s3.config={workdir / 's3.json'}",
         f"-s3.localSocket={workdir / 's3.sock'}",  # the defaults are left behind in /tmp
