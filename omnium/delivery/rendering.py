@@ -13,6 +13,7 @@ from datetime import datetime
 
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks, Rendered
+from omnium.feeds.bodies import binary_cursor
 from omnium.feeds.models import FeedDocument
 from omnium.memory_lru import ByteBoundedLru
 
@@ -56,7 +57,10 @@ def _body(version: CurrentVersion) -> bytes:
 def _read_body(version: CurrentVersion) -> bytes:
     # By seq, not just doc_key: a newer version may have replaced the row meanwhile; then
     # this version's body is gone and the newer one is sent on the next turn.
-    row = FeedDocument.objects.filter(doc_key=version.doc_key).values_list("seq", "built_at", "body").first()
+    with binary_cursor() as cursor:
+        cursor.execute("SELECT seq, built_at, body FROM feeds_feeddocument WHERE doc_key = %s", [version.doc_key],
+                       binary=True)
+        row = cursor.fetchone()
     if row is None or (row[0], row[1]) != (version.seq, version.built_at):
         raise VersionMoved(version.doc_key)
     return bytes(row[2])

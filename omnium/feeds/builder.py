@@ -16,6 +16,7 @@ import psycopg.errors
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from omnium.feeds.bodies import binary_cursor
 from omnium.feeds.canonical import canonical, dependencies_hash, iso_time
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.models import FeedDefinition
@@ -129,7 +130,7 @@ WHERE EXCLUDED.seq > doc.seq
 
 def _upsert(definition, key: FileKey, body, content_hash, deps_hash, seq, changed_at) -> bool:
     """Save the new version; False if a newer version is already saved."""
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(UPSERT, [
             str(key), definition.pk, definition.games_id, key.feed_type, key.filter, body, len(body),
             content_hash, deps_hash, seq, changed_at,

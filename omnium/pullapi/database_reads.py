@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.db import connection
+from omnium.feeds.bodies import binary_cursor
 
 
 @dataclass(frozen=True)
@@ -13,18 +13,20 @@ class StoredFile:
 
 
 def current_document(doc_key: str) -> StoredFile | None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT seq, content_hash, body FROM feeds_feeddocument WHERE doc_key = %s", [doc_key])
+    with binary_cursor() as cursor:
+        cursor.execute("SELECT seq, content_hash, body FROM feeds_feeddocument WHERE doc_key = %s", [doc_key],
+                       binary=True)
         return _stored(cursor.fetchone())
 
 
 def newest_public_document(feed_type: str, filter: str) -> StoredFile | None:
     """A public document named without its Games (a fixture or athlete id is unique)."""
-    with connection.cursor() as cursor:
+    with binary_cursor() as cursor:
         cursor.execute(
             "SELECT seq, content_hash, body FROM feeds_feeddocument WHERE feed_type = %s AND filter = %s"
             " ORDER BY seq DESC LIMIT 1",
             [feed_type, filter],
+            binary=True,
         )
         return _stored(cursor.fetchone())
 
