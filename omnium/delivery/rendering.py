@@ -57,9 +57,8 @@ def _body(version: CurrentVersion) -> bytes:
 def _read_body(version: CurrentVersion) -> bytes:
     # By seq, not just doc_key: a newer version may have replaced the row meanwhile; then
     # this version's body is gone and the newer one is sent on the next turn.
-    with binary_cursor() as cursor:
-        cursor.execute("SELECT seq, built_at, body FROM feeds_feeddocument WHERE doc_key = %s", [version.doc_key],
-                       binary=True)
+    with binary_cursor(binary_results=True) as cursor:
+        cursor.execute("SELECT seq, built_at, body FROM feeds_feeddocument WHERE doc_key = %s", [version.doc_key])
         row = cursor.fetchone()
     if row is None or (row[0], row[1]) != (version.seq, version.built_at):
         raise VersionMoved(version.doc_key)

@@ -12,13 +12,19 @@ from contextlib import contextmanager
 
 import psycopg
 from django.db import connection
+from psycopg.pq import Format
 
 
 @contextmanager
-def binary_cursor():
-    """A cursor on Django's default connection (in its transaction, its errors translated
-    to Django's as any query's are) that binds parameters on the server. Pass
-    `binary=True` to `execute` to read the results in binary."""
+def binary_cursor(binary_results: bool = False):
+    """A cursor like `connection.cursor()` (Django's connection and transaction, its
+    health check, error translation, query logging and execute wrappers) that binds
+    parameters on the server and, if asked, reads results in binary."""
+    # What BaseDatabaseWrapper._cursor() does, with our cursor in place of create_cursor().
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    with connection.wrap_database_errors:
+        own = psycopg.Cursor(connection.connection)
+    own.format = Format.BINARY if binary_results else Format.TEXT
+    with connection._prepare_cursor(own) as cursor:
         yield cursor

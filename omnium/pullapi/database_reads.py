@@ -13,20 +13,18 @@ class StoredFile:
 
 
 def current_document(doc_key: str) -> StoredFile | None:
-    with binary_cursor() as cursor:
-        cursor.execute("SELECT seq, content_hash, body FROM feeds_feeddocument WHERE doc_key = %s", [doc_key],
-                       binary=True)
+    with binary_cursor(binary_results=True) as cursor:
+        cursor.execute("SELECT seq, content_hash, body FROM feeds_feeddocument WHERE doc_key = %s", [doc_key])
         return _stored(cursor.fetchone())
 
 
 def newest_public_document(feed_type: str, filter: str) -> StoredFile | None:
     """A public document named without its Games (a fixture or athlete id is unique)."""
-    with binary_cursor() as cursor:
+    with binary_cursor(binary_results=True) as cursor:
         cursor.execute(
             "SELECT seq, content_hash, body FROM feeds_feeddocument WHERE feed_type = %s AND filter = %s"
             " ORDER BY seq DESC LIMIT 1",
             [feed_type, filter],
-            binary=True,
         )
         return _stored(cursor.fetchone())
 

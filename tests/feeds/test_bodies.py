@@ -17,7 +17,8 @@ def test_bytes_go_in_and_come_out_exactly(scratch):
     body = bytes(range(256)) * 4096 + b"\x00"
     with binary_cursor() as cursor:
         cursor.execute("INSERT INTO scratch VALUES (1, %s)", [body])
-        cursor.execute("SELECT body FROM scratch WHERE id = %s", [1], binary=True)
+    with binary_cursor(binary_results=True) as cursor:
+        cursor.execute("SELECT body FROM scratch WHERE id = %s", [1])
         assert cursor.fetchone()[0] == body
     with connection.cursor() as cursor:  # and Django's own cursor reads the same bytes
         cursor.execute("SELECT body FROM scratch WHERE id = 1")
@@ -39,6 +40,6 @@ def test_its_errors_are_django_s(scratch):
         cursor.execute("INSERT INTO scratch VALUES (3, %s)", [b"first"])
     with pytest.raises(IntegrityError), transaction.atomic(), binary_cursor() as cursor:
         cursor.execute("INSERT INTO scratch VALUES (3, %s)", [b"second"])
-    with binary_cursor() as cursor:
-        cursor.execute("SELECT body FROM scratch WHERE id = 3", binary=True)
+    with binary_cursor(binary_results=True) as cursor:
+        cursor.execute("SELECT body FROM scratch WHERE id = 3")
         assert cursor.fetchone()[0] == b"first"
