@@ -6,4 +6,4 @@ class DeliveryConfig(AppConfig):
     verbose_name = "Delivery"
 
     def ready(self):
-        from omnium.delivery import fanout, queues  # noqa: F401  (signal receivers, control commands)
+        from omnium.delivery import deletion, fanout, queues  # noqa: F401  (signal receivers, control commands)

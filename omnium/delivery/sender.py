@@ -18,7 +18,7 @@ from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import MAX_SEND_TIMEOUT_S, Destination
 from omnium.clients.transforms.base import Marks
-from omnium.delivery import backoff, health, lease, rendering
+from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
 from omnium.delivery.transports import TransportError
@@ -88,10 +88,13 @@ def drain(destination_id: int, started: float | None = None) -> str:
     destination = _destination(destination_id)
     if destination is None:
         return OFF
-    token = lease.acquire(destination_id, destination.send_timeout_s)
-    if token is None:
-        return BUSY
-    return _drain_and_release(destination, token, time.monotonic() if started is None else started)
+    started = time.monotonic() if started is None else started
+
+    def acquire_and_drain() -> str:
+        token = lease.acquire(destination_id, destination.send_timeout_s)
+        return BUSY if token is None else _drain_and_release(destination, token, started)
+
+    return deletion.unless_deleted(destination_id, acquire_and_drain, OFF)
 
 
 def help_waiting(started: float) -> int:
@@ -117,7 +120,8 @@ def help_waiting(started: float) -> int:
             continue
         if destination.send_timeout_s > MAX_SEND_TIMEOUT_S:  # set past the admin's bound
             lease.renew(destination_id, token, destination.send_timeout_s)
-        outcome = _drain_and_release(destination, token, started)
+        outcome = deletion.unless_deleted(destination_id, lambda: _drain_and_release(destination, token, started),
+                                          OFF)
         helped += 1
         empty_claims = 0 if outcome in (DRAINED, FAILED) else empty_claims + 1
     return helped

@@ -209,3 +209,40 @@ def test_workers_keep_their_database_connections_and_survive_losing_them(small_g
 
     for process, offset in logged.items():
         assert "Traceback" not in process.output_since_start()[offset:], process.name
+
+
+def test_a_client_deleted_while_its_destinations_send_is_deleted_cleanly(small_games, subscribe, slow_receiver,
+                                                                         pipeline):
+    from omnium.clients.models import Client, Destination
+    from omnium.delivery.queues import kick_all
+
+    builds, delivery, beat = pipeline
+    slow_receiver.hold_s = 0.02
+    feeds = ("calendar", "results", "entries", "participants", "medals")
+    ids = [subscribe(small_games, webhook_settings(slow_receiver.url(f"leaving{n}")), feed_types=feeds,
+                     client="leaving").pk for n in range(6)]
+    wait_until(lambda: len(slow_receiver.received) >= 12, 10, message="sends under way")
+    stop = threading.Event()
+
+    def keep_them_sending():  # every file owed again and again, as a busy Games would
+        while not stop.is_set():
+            DeliveryState.objects.filter(destination_id__in=ids).update(force_resend=True)
+            kick_all(ids)
+            time.sleep(0.05)
+        connection.close()
+
+    busy = threading.Thread(target=keep_them_sending)
+    busy.start()
+    try:
+        time.sleep(1.0)
+        logged = len(delivery.output_since_start())
+        Client.objects.get(name="leaving").delete()  # what the admin's delete does
+    finally:
+        stop.set()
+        busy.join(5)
+    time.sleep(1.0)
+
+    assert not Destination.objects.filter(pk__in=ids).exists()
+    assert not DeliveryAttempt.objects.filter(destination_id__in=ids).exists()
+    assert not DeliveryState.objects.filter(destination_id__in=ids).exists()
+    assert "Traceback" not in delivery.output_since_start()[logged:]
