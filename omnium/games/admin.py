@@ -1,5 +1,6 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from omnium.games import statjobs
 from omnium.games.models import Fixture, Games, MedalEvent, StatJob
 
 
@@ -42,5 +43,31 @@ class FixtureAdmin(ThroughWorkflowOnly):
 
 @admin.register(StatJob)
 class StatJobAdmin(admin.ModelAdmin):
+    """Stat jobs are written and run by the system; an edit here could claim or finish one
+    behind its runner's back. What staff may do is run failed jobs again."""
+
     list_display = ["stat", "games", "lane", "state", "attempts", "fixture", "last_error", "created_at"]
     list_filter = ["state", "lane", "stat"]
+    actions = ["run_again"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_run_again_permission(self, request):
+        return request.user.has_perm("games.change_statjob")
+
+    @admin.action(description="Run the selected failed jobs again", permissions=["run_again"])
+    def run_again(self, request, queryset):
+        selected = list(queryset.values_list("pk", flat=True))
+        restarted = statjobs.run_again(selected)
+        skipped = len(selected) - restarted
+        message = f"{restarted} failed job(s) will run again."
+        if skipped:
+            message += f" {skipped} selected job(s) had not failed and were left as they were."
+        self.message_user(request, message, messages.SUCCESS if restarted else messages.WARNING)

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from omnium.alerts.service import open_alert
+from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
 from omnium.games.models import ClockTimestamp, Games, StatJob
 from omnium.games.outbox import record_change
@@ -61,8 +61,9 @@ def run(job_id: int) -> str:
             if changed:
                 record_change(job.games, f"stat:{job.stat}", changed, job.lane)
             StatJob.objects.filter(pk=job.pk).update(
-                state=StatJob.State.DONE, finished_at=ClockTimestamp(), claimed_until=None
+                state=StatJob.State.DONE, finished_at=ClockTimestamp(), claimed_until=None, last_error=""
             )
+        resolve_alert("stat_job_failed", _alert_subject(job))  # if this job had failed before
         return "done"
     except Exception as exc:  # a stat's failure of any kind must be retried, then alerted
         log.exception("stat job %s (%s) failed on attempt %s", job.pk, job.stat, job.attempts)
@@ -84,12 +85,29 @@ def _failed(job: StatJob, exc: Exception) -> str:
     fixture = job.fixture_id or "none"
     open_alert(
         "stat_job_failed",
-        f"{job.stat}:fixture={fixture}",
+        _alert_subject(job),
         f"Stat {job.stat!r} failed {job.attempts} times for fixture {fixture} "
         f"of {job.games.code}: {error}",
         job_id=job.pk, stat=job.stat, fixture=str(fixture), games=job.games.code,
     )
     return "failed"
+
+
+def _alert_subject(job: StatJob) -> str:
+    return f"{job.stat}:fixture={job.fixture_id or 'none'}"
+
+
+def run_again(job_ids) -> int:
+    """Give failed jobs a fresh set of attempts (once their cause is fixed); returns how many.
+    Their alerts are resolved when they succeed."""
+    with transaction.atomic():
+        jobs = list(StatJob.objects.select_for_update().filter(pk__in=job_ids, state=StatJob.State.FAILED))
+        StatJob.objects.filter(pk__in=[job.pk for job in jobs]).update(
+            state=StatJob.State.PENDING, attempts=0, run_after=ClockTimestamp(), finished_at=None
+        )
+        for job in jobs:
+            transaction.on_commit(lambda job=job: _send(job.pk, job.lane))
+    return len(jobs)
 
 
 def due_jobs(limit: int = 200):
