@@ -4,8 +4,9 @@ installed) instead of Django's, which is pure Python.
 Django registers a loader of its own so that every datetime carries Django's time zone
 object. When the session time zone is UTC, as Django sets it with USE_TZ and TIME_ZONE
 "UTC", psycopg's loader already gives exactly that value: the same instant, with
-`datetime.timezone.utc`. Django's took 5 µs a value, psycopg's 0.4 µs; a calendar build
-reads two timestamps for each of 4,240 fixtures, and this was a fifth of its time.
+`datetime.timezone.utc`. Django's took 4.3 µs a value, this one 0.5 µs; a calendar build
+reads two timestamps for each of 4,240 fixtures, and an unchanged calendar build went from
+0.16 s to 0.136 s.
 """
 
 from datetime import timezone

@@ -4,12 +4,7 @@ from omnium.games import statjobs
 from omnium.games.models import Fixture, Games, MedalEvent, StatJob
 
 
-class ThroughWorkflowOnly(admin.ModelAdmin):
-    """Games records are shown, not edited, here. They change only through the workflow
-    commands (omnium.games.workflow), which validate the change and write, in the same
-    transaction, the outbox row that rebuilds every file showing the record. An admin save
-    did neither: the files kept the old data until something else touched them."""
-
+class ShownNotEdited(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
@@ -18,6 +13,13 @@ class ThroughWorkflowOnly(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ThroughWorkflowOnly(ShownNotEdited):
+    """Games records are shown, not edited, here. They change only through the workflow
+    commands (omnium.games.workflow), which validate the change and write, in the same
+    transaction, the outbox row that rebuilds every file showing the record. An admin save
+    did neither: the files kept the old data until something else touched them."""
 
 
 @admin.register(Games)
@@ -42,22 +44,13 @@ class FixtureAdmin(ThroughWorkflowOnly):
 
 
 @admin.register(StatJob)
-class StatJobAdmin(admin.ModelAdmin):
+class StatJobAdmin(ShownNotEdited):
     """Stat jobs are written and run by the system; an edit here could claim or finish one
     behind its runner's back. What staff may do is run failed jobs again."""
 
     list_display = ["stat", "games", "lane", "state", "attempts", "fixture", "last_error", "created_at"]
     list_filter = ["state", "lane", "stat"]
     actions = ["run_again"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_run_again_permission(self, request):
         return request.user.has_perm("games.change_statjob")
