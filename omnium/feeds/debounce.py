@@ -64,19 +64,26 @@ class Claim:
 #   with a short quiet period overtake one held to its cap);
 # - then the biggest first: they take the longest to build, and starting them first
 #   finishes the set soonest (the calendar, 3 MB, takes longest).
-# (Subscribers are counted as fan-out counts them; a file not built yet counts none.)
+# Subscribers are counted as fan-out counts them (a subscription to every filter, plus those
+# to the file's own), once per definition and filter and hash-joined: a count per pending
+# row made a claim among 16,000 due files (a bulk load) take 0.26 s instead of 0.04 s.
+# A file not built yet counts none.
 CLAIM_NEXT = """
+WITH pushed AS (
+    SELECT definition_id, filter, count(*) AS n FROM clients_subscription WHERE active
+    GROUP BY definition_id, filter)
 UPDATE feeds_pendingbuild SET
     claim_token = %(token)s, claimed_at = clock_timestamp(),
     claimed_until = clock_timestamp() + %(ttl)s * interval '1 second'
 WHERE doc_key = (
     SELECT p.doc_key FROM feeds_pendingbuild p
     LEFT JOIN feeds_feeddocument d ON d.doc_key = p.doc_key
+    LEFT JOIN pushed every_filter ON every_filter.definition_id = d.definition_id AND every_filter.filter = ''
+    LEFT JOIN pushed own_filter ON own_filter.definition_id = d.definition_id AND own_filter.filter = d.filter
+        AND d.filter <> ''
     WHERE p.lane = ANY(%(lanes)s) AND p.due_at <= clock_timestamp()
       AND (p.claimed_until IS NULL OR p.claimed_until < clock_timestamp())
-    ORDER BY p.lane = %(live)s DESC,
-             (SELECT count(*) FROM clients_subscription s
-              WHERE s.definition_id = d.definition_id AND s.active AND s.filter IN ('', d.filter)) DESC,
+    ORDER BY p.lane = %(live)s DESC, COALESCE(every_filter.n, 0) + COALESCE(own_filter.n, 0) DESC,
              p.first_change_at, d.size DESC NULLS FIRST
     LIMIT 1 FOR UPDATE OF p SKIP LOCKED)
 RETURNING doc_key, generation, claimed_at

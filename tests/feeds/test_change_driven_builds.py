@@ -299,3 +299,20 @@ def test_files_pushed_to_more_destinations_are_built_first(small_games, clean_re
     debounce.note_changes([calendar, standings], now - 5 * second, LIVE)
 
     assert _claim_order({calendar, standings, results}) == [standings, calendar, results]
+
+
+def test_a_country_subscription_counts_for_its_own_country_only(small_games, clean_redis):
+    from django.utils import timezone
+
+    from omnium.clients.provisioning import provision_destination
+    from omnium.feeds import debounce
+    from omnium.routing import LIVE
+
+    countries = FeedDocument.objects.filter(games=small_games, feed_type="country").order_by("-size")
+    bigger, smaller = countries[0], countries[1]
+    unreachable = ("webhook", {"url": "http://127.0.0.1:9/hook"}, {"secret": "whsec_" + "A" * 32})
+    provision_destination("acme", "one", unreachable, small_games, [("country", {"filter": smaller.filter})])
+
+    debounce.note_changes([bigger.doc_key, smaller.doc_key], timezone.now() - timezone.timedelta(seconds=5), LIVE)
+
+    assert _claim_order({bigger.doc_key, smaller.doc_key}) == [smaller.doc_key, bigger.doc_key]
