@@ -46,3 +46,15 @@ def test_scores_read_in_postgresql_have_the_same_spelling_as_decimal_text(small_
     listed = rows.competitors_by_fixture([fixture.pk])[fixture.pk]
 
     assert {c["entry"]: c["score"] for c in listed} == expected
+
+
+def test_times_are_written_in_utc_to_the_second_whatever_zone_they_come_in():
+    from datetime import datetime, timedelta, timezone
+
+    from omnium.feeds.canonical import iso_time
+
+    in_jakarta = datetime(2026, 9, 23, 17, 0, 0, 999999, tzinfo=timezone(timedelta(hours=7)))
+    assert iso_time(in_jakarta) == "2026-09-23T10:00:00Z"
+    assert iso_time(in_jakarta.astimezone(timezone.utc)) == "2026-09-23T10:00:00Z"  # equal instant, remembered
+    assert iso_time(in_jakarta + timedelta(seconds=1)) == "2026-09-23T10:00:01Z"
+    assert iso_time(None) is None
