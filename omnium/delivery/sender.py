@@ -184,8 +184,7 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
         return True  # a newer version arrived this instant; the next turn sends it
     path = file_names.render(owed.file_name_template, owed.games_code, version.feed_type, version.filter,
                              rendered.extension)
-    attempt = DeliveryAttempt.objects.create(destination=destination, subscription_id=owed.subscription_id,
-                                             doc_key=owed.doc_key, seq=version.seq)
+    attempt = _open_attempt(destination, owed, version.seq)
     started = time.monotonic()
     try:
         transport = transport_for(destination)
@@ -204,6 +203,20 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
     health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body),
                         age_ms=age_ms)
     return True
+
+
+def _open_attempt(destination: Destination, owed: OwedFile, seq: int) -> DeliveryAttempt:
+    """The attempt's log row, written before the send without waiting for the disk.
+
+    Every commit waits for the WAL to be flushed, and in a burst senders queued behind the
+    builders' megabytes (in a 20 ms sample of pg_stat_activity, this insert was the
+    statement most often running after the lease's). Nothing is risked: the proof that
+    follows is committed synchronously, which flushes this row with it; a database crash
+    before the proof loses only the row of an attempt whose outcome was never recorded."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        return DeliveryAttempt.objects.create(destination=destination, subscription_id=owed.subscription_id,
+                                              doc_key=owed.doc_key, seq=seq)
 
 
 def _marks(owed: OwedFile) -> Marks:

@@ -5,6 +5,7 @@ import gzip
 import time
 
 import redis
+from django.db import connection
 
 from omnium.delivery import lease, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
@@ -36,6 +37,9 @@ def test_a_file_arrives_byte_identical_with_its_proof(small_games, subscribe, re
     assert state.receipt.startswith("200 ") and state.age_ms is not None and state.sent_at is not None
     attempt = DeliveryAttempt.objects.get(destination=destination)
     assert (attempt.ok, attempt.seq, attempt.bytes) == (True, document.seq, document.size)
+    with connection.cursor() as cursor:  # the attempt row's asynchronous commit stayed its own
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
 
 
 def test_only_the_newest_of_two_owed_versions_is_sent(small_games, subscribe, receiver):
