@@ -7,10 +7,10 @@ body but never in the hash: a rebuild with no real change hashes the same.
 """
 
 import hashlib
-from functools import lru_cache
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
+from functools import lru_cache
 
 import orjson
 

@@ -101,13 +101,14 @@ def run_again(job_ids) -> int:
     """Give failed jobs a fresh set of attempts (once their cause is fixed); returns how many.
     Their alerts are resolved when they succeed."""
     with transaction.atomic():
-        jobs = list(StatJob.objects.select_for_update().filter(pk__in=job_ids, state=StatJob.State.FAILED))
-        StatJob.objects.filter(pk__in=[job.pk for job in jobs]).update(
+        failed = StatJob.objects.select_for_update().filter(pk__in=job_ids, state=StatJob.State.FAILED)
+        lanes = dict(failed.values_list("pk", "lane"))
+        StatJob.objects.filter(pk__in=lanes).update(
             state=StatJob.State.PENDING, attempts=0, run_after=ClockTimestamp(), finished_at=None
         )
-        for job in jobs:
-            transaction.on_commit(lambda job=job: _send(job.pk, job.lane))
-    return len(jobs)
+        for job_id, lane in lanes.items():
+            transaction.on_commit(lambda job_id=job_id, lane=lane: _send(job_id, lane))
+    return len(lanes)
 
 
 def due_jobs(limit: int = 200):

@@ -13,6 +13,7 @@ from omnium.games import workflow
 from omnium.games.models import Fixture, OutboxEntry
 from tests import processes
 from tests.conftest import ALL_QUEUES
+from tests.delivery.fixtures import webhook_settings
 from tests.waiting import wait_until
 
 
@@ -290,7 +291,7 @@ def test_files_pushed_to_more_destinations_are_built_first(small_games, clean_re
     documents = FeedDocument.objects.filter(games=small_games)
     calendar, standings, results = (f"{small_games.code}/{feed}" for feed in ("calendar", "standings", "results"))
     assert documents.get(doc_key=calendar).size > documents.get(doc_key=results).size
-    unreachable = ("webhook", {"url": "http://127.0.0.1:9/hook"}, {"secret": "whsec_" + "A" * 32})
+    unreachable = webhook_settings("http://127.0.0.1:9/hook")  # never sent to: the claims are the test
     provision_destination("acme", "one", unreachable, small_games, ["standings", "calendar"])
     provision_destination("acme", "two", unreachable, small_games, ["standings"])
 
@@ -310,7 +311,7 @@ def test_a_country_subscription_counts_for_its_own_country_only(small_games, cle
 
     countries = FeedDocument.objects.filter(games=small_games, feed_type="country").order_by("-size")
     bigger, smaller = countries[0], countries[1]
-    unreachable = ("webhook", {"url": "http://127.0.0.1:9/hook"}, {"secret": "whsec_" + "A" * 32})
+    unreachable = webhook_settings("http://127.0.0.1:9/hook")
     provision_destination("acme", "one", unreachable, small_games, [("country", {"filter": smaller.filter})])
 
     debounce.note_changes([bigger.doc_key, smaller.doc_key], timezone.now() - timezone.timedelta(seconds=5), LIVE)
