@@ -6,8 +6,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from omnium.clients.models import Destination
-from omnium.delivery.transports import registry
-from omnium.delivery.transports.base import validate
+from omnium.transports import registry
+from omnium.transports.base import validate
 
 
 class DestinationForm(forms.ModelForm):

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from omnium.clients import credentials as credential_store
 from omnium.clients import file_names, transforms
-from omnium.delivery.transports import registry as transport_registry
+from omnium.transports import registry as transport_registry
 from omnium.feeds.models import FeedDefinition
 
 # ARCHITECTURE rule 5: connect within 10 s, the whole send within 60 s. Destinations may be

@@ -21,7 +21,7 @@ from omnium.clients.transforms.base import Marks
 from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
-from omnium.delivery.transports import TransportError
+from omnium.transports import TransportError
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import hashlib
 import json
 import threading
 
-from omnium.delivery.transports import registry
+from omnium.transports import registry
 
 _lock = threading.Lock()
 _cache: dict[int, tuple[str, object]] = {}

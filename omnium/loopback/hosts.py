@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from omnium.delivery.transports.webhook import verify_signature
+from omnium.transports.webhook import verify_signature
 from omnium.loopback.servers import LOOPBACK
 
 # --- webhook receiver ---------------------------------------------------------------------

@@ -4,7 +4,7 @@ import threading
 import pytest
 import redis
 
-from omnium.delivery.transports.redis import RedisTransport
+from omnium.transports.redis import RedisTransport
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.addresses import FeedFileAddress
 from omnium.pullapi.file_memory import CachedFile, FileMemory

@@ -15,8 +15,8 @@ import boto3
 import redis as redis_client
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from omnium.delivery.transports.base import Transport
-from omnium.delivery.transports.registry import TRANSPORTS
+from omnium.transports.base import Transport
+from omnium.transports.registry import TRANSPORTS
 
 from omnium.loopback.hosts import WebhookReceiver
 from omnium.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key

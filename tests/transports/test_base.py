@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from omnium.delivery.transports.base import (
+from omnium.transports.base import (
     Deadline,
     Setting,
     Transport,
@@ -16,7 +16,7 @@ from omnium.delivery.transports.base import (
     join_remote,
     validate,
 )
-from omnium.delivery.transports.registry import TRANSPORTS, choices
+from omnium.transports.registry import TRANSPORTS, choices
 
 from omnium.loopback.hosts import SilentHost
 from omnium.loopback.servers import LOOPBACK

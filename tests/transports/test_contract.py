@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from omnium.delivery.transports import TransportError
+from omnium.transports import TransportError
 
 from .kits import feed_path, next_version
 from omnium.loopback.servers import free_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from omnium.delivery.transports import TransportError
+from omnium.transports import TransportError
 
 from .kits import FTPKit, feed_path
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from omnium.delivery.transports import TransportError
+from omnium.transports import TransportError
 
 from .kits import feed_path
 from omnium.loopback.servers import freeze, thaw

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from omnium.delivery.transports import TransportError
+from omnium.transports import TransportError
 from omnium.loopback.servers import freeze, other_host_keys, thaw
 
 from .kits import feed_path

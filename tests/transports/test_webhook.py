@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from omnium.delivery.transports import TransportError
-from omnium.delivery.transports.webhook import retry_after, sign, verify_signature
+from omnium.transports import TransportError
+from omnium.transports.webhook import retry_after, sign, verify_signature
 
 from .kits import WEBHOOK_SECRET, feed_path
 

@@ -4,7 +4,7 @@ import django.core.validators
 import django.db.models.deletion
 import omnium.clients.models
 import omnium.clients.transforms
-import omnium.delivery.transports.registry
+import omnium.transports.registry
 from django.conf import settings
 from django.db import migrations, models
 
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=100)),
-                ('kind', models.CharField(choices=omnium.delivery.transports.registry.choices, max_length=20)),
+                ('kind', models.CharField(choices=omnium.transports.registry.choices, max_length=20)),
                 ('config', models.JSONField(blank=True, default=dict, help_text='Settings of this kind of transport (host, bucket, url…), as JSON.')),
                 ('credentials_encrypted', models.BinaryField(default=b'')),
                 ('enabled', models.BooleanField(default=True)),
