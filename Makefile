@@ -1,4 +1,5 @@
-# `make demo` runs the whole pipeline live on this machine; `make test` runs the tests.
+# `make demo` runs the whole pipeline live on this machine; `make test` runs the tests
+# (`make test-fast`: only those that start no process, in under a minute).
 # Both set everything up themselves (virtualenv, packages, database, migrations) and leave
 # nothing running when they end.
 
@@ -7,7 +8,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
 
-.PHONY: demo test install services test-servers database bench
+.PHONY: demo test test-fast lint install services test-servers database bench
 
 $(VENV)/installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,8 +33,17 @@ demo: database test-servers
 	$(PY) scripts/demo.py
 
 # Tests use their own Redis database and PostgreSQL database (test_omnium).
-test: install services test-servers
-	REDIS_URL=redis://127.0.0.1:6379/15 $(PY) -m pytest
+TEST_ENV := REDIS_URL=redis://127.0.0.1:6379/15
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+test: lint services test-servers
+	$(TEST_ENV) $(PY) -m pytest
+
+# Pure and single-process database tests: no Celery process, no server process.
+test-fast: lint services
+	$(TEST_ENV) $(PY) -m pytest -m "not worker and not servers"
 
 bench: database test-servers
 	$(PY) bench/build.py

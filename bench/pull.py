@@ -98,14 +98,12 @@ def setup_environment(pull_redis_url: str) -> None:
 
 
 def start_private_redis(port: int, workdir: str):
-    from omnium import localrun
+    from devtools.processes import ManagedProcess
 
-    process = localrun.LocalProcess(
+    process = ManagedProcess(
         [shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", workdir], "bench-pull-redis")
-    from omnium.pullapi.serving import wait_for_port
-
-    wait_for_port(port, process)
+    process.wait_for_port(port)
     return process
 
 
@@ -113,22 +111,22 @@ def prepare_games():
     """A small Games, every file built, the pull cache filled by the real Redis destinations."""
     from django.core.management import call_command
 
+    from devtools.generator import Generator, delete_games, games_code
     from omnium.clients.models import ApiKey, Client, Destination, Entitlement
     from omnium.delivery import sender
     from omnium.feeds.builder import build_file, files_of
     from omnium.feeds.models import FeedDefinition
-    from omnium.games.generator import Generator, delete_games, games_code
-    from omnium.pullapi import pull_cache
+    from omnium.pullapi import pull_cache_destinations
 
     call_command("migrate", verbosity=0)
     # Our clients first: their subscriptions and entitlements point at the Games' definitions.
-    Client.objects.filter(name__in=["bench", pull_cache.SYSTEM_CLIENT]).delete()
+    Client.objects.filter(name__in=["bench", pull_cache_destinations.SYSTEM_CLIENT]).delete()
     delete_games(games_code("small", SEED))
     games = Generator("small", SEED).run()
     for doc_key in files_of(games.code):
         build_file(doc_key)
-    pull_cache.ensure_destinations(games)
-    pull_cache.build_missing(games)
+    pull_cache_destinations.ensure_destinations(games)
+    pull_cache_destinations.build_missing(games)
     for destination_id in Destination.objects.filter(kind="redis").values_list("pk", flat=True):
         sender.drain(destination_id)
     client = Client.objects.create(name="bench")
@@ -188,7 +186,7 @@ def server_environment() -> dict:
 
 
 def start_servers(port: int, workers: int):
-    from omnium.pullapi.serving import start_api
+    from devtools.processes import start_api
 
     return start_api(port, "bench-pull-api", server_environment(), workers=workers, target="bench.pull:application")
 
@@ -202,7 +200,7 @@ def main() -> None:
         sys.exit("wrk is missing: apt-get install -y wrk")
 
     sys.path.insert(0, str(ROOT))
-    from omnium.pullapi.serving import free_port
+    from devtools.processes import free_port
 
     redis_port, api_port = free_port(), free_port()
     workdir = tempfile.mkdtemp(prefix="bench-pull-")

@@ -57,5 +57,10 @@ class ByteBoundedLru:
             self.put(key, value)
         return value
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.used_bytes = 0
+
     def __len__(self) -> int:
         return len(self._items)

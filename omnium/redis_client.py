@@ -1,12 +1,12 @@
 """One Redis connection pool per process, for hints, wake-ups and caches (never for truth)."""
 
-from functools import lru_cache
+from functools import cache
 
 import redis
 from django.conf import settings
 
 
-@lru_cache(maxsize=None)
+@cache
 def _client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2, health_check_interval=30)
 

@@ -30,6 +30,13 @@ def delivery_queue(destination_id: int) -> str:
     return f"deliver.{destination_id}"
 
 
+# Tasks sent by name, so the modules that send them need not import the task modules
+# (which import them back).
+DRAIN_DESTINATION = "omnium.delivery.tasks.drain_destination"
+HANDLE_CHANGES = "omnium.feeds.tasks.handle_changes"
+BUILD_DUE = "omnium.feeds.tasks.build_due"
+RUN_STAT_JOB = "omnium.games.tasks.run_stat_job"
+
 # Alert notices have their own queue: a slow mail server never delays a build or a send.
 ALERTS_QUEUE = "alerts"
 

@@ -161,6 +161,8 @@ OMNIUM = {
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
     "ATTEMPT_RETENTION_DAYS": env.int("OMNIUM_ATTEMPT_RETENTION_DAYS", default=7),
+    # Delivery workers say they are alive this often; silent for 3x this, they count as gone.
+    "HEARTBEAT_INTERVAL_S": _positive_float("OMNIUM_HEARTBEAT_INTERVAL_S", 5.0),
     # A destination owed a version for longer than this raises the "behind" alert.
     "BEHIND_AFTER_S": _positive_float("OMNIUM_BEHIND_AFTER_S", 60.0),
 }

@@ -13,6 +13,7 @@ Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself after N secon
 Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300), DEMO_REPLAY_SECONDS (default 90).
 """
 
+import io
 import json
 import os
 import secrets
@@ -32,17 +33,17 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count, Sum  # noqa: E402
 
-from omnium import localrun  # noqa: E402
+from devtools import load_games, processes  # noqa: E402
+from devtools.latency import change_to_built_seconds, percentile  # noqa: E402
+from devtools.loopback import receivers as loopback  # noqa: E402
+from devtools.provisioning import provision_destination  # noqa: E402
+from devtools.replay import plan_day, play  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
-from omnium.clients.provisioning import provision_destination  # noqa: E402
 from omnium.delivery import health  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
-from omnium.feeds.latency import change_to_built_seconds, percentile  # noqa: E402
 from omnium.feeds.models import FeedVersion, PendingBuild  # noqa: E402
 from omnium.feeds.tasks import BUILD_COUNTER  # noqa: E402
 from omnium.games.models import Games, OutboxEntry  # noqa: E402
-from omnium.games.replay import plan_day, play  # noqa: E402
-from omnium.loopback import receivers as loopback  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
 
@@ -74,10 +75,10 @@ def seconds_left(default: float) -> float:
 
 def load_and_build() -> Games:
     say("loading an asian-games-scale Games (seed 1)")
-    call_command("load_games", scale="asian-games", seed=1, replace=True, stdout=open(os.devnull, "w"))
+    call_command(load_games.Command(), scale="asian-games", seed=1, replace=True, stdout=io.StringIO())
     games = Games.objects.get(code="ag1")
     say("building every file once (in this process)")
-    call_command("build_feeds", games=games.code, stderr=open(os.devnull, "w"))
+    call_command("build_feeds", games=games.code, stderr=io.StringIO())
     for row in games.feed_documents.values("feed_type").annotate(files=Count("doc_key"), bytes=Sum("size")).order_by("feed_type"):
         say(f"  {row['feed_type']:<13} {row['files']:>3} file(s) {row['bytes'] / 1e6:8.2f} MB")
     return games
@@ -96,7 +97,7 @@ def set_up_pull(games: Games) -> str:
     from omnium.clients.models import ApiKey, Entitlement
     from omnium.feeds.models import FeedDefinition
 
-    call_command("ensure_pull_cache", games=games.code, no_build=True, stdout=open(os.devnull, "w"))
+    call_command("ensure_pull_cache", games=games.code, no_build=True, stdout=io.StringIO())
     client, _ = Client.objects.get_or_create(name="Google Cricket (pull)")
     for feed_type in ("medals", "calendar", "results"):
         Entitlement.objects.get_or_create(client=client, definition=FeedDefinition.objects.get(games=games, feed_type=feed_type))
@@ -115,8 +116,8 @@ def admin_password() -> str:
     return password
 
 
-def start_api_server() -> localrun.LocalProcess:
-    from omnium.pullapi.serving import start_api
+def start_api_server() -> processes.ManagedProcess:
+    from devtools.processes import start_api
 
     call_command("collectstatic", interactive=False, verbosity=0)
     return start_api(API_PORT, "demo-api", dict(os.environ), workers=2, static_root=str(settings.STATIC_ROOT))
@@ -125,17 +126,17 @@ def start_api_server() -> localrun.LocalProcess:
 def start_pipeline() -> list:
     say("starting Celery: live-lane worker, bulk-lane worker, delivery worker (32 threads), beat")
     return [
-        localrun.start_worker(LIVE_QUEUES, "demo-live", concurrency=2),
-        localrun.start_worker(BULK_QUEUES, "demo-bulk", concurrency=1),
-        localrun.start_delivery_worker("demo-delivery", concurrency=32),
-        localrun.start_beat("demo-beat"),
+        processes.start_worker(LIVE_QUEUES, "demo-live", concurrency=2),
+        processes.start_worker(BULK_QUEUES, "demo-bulk", concurrency=1),
+        processes.start_delivery_worker("demo-delivery", concurrency=32),
+        processes.start_beat("demo-beat"),
     ]
 
 
-def start_flower() -> localrun.LocalProcess:
+def start_flower() -> processes.ManagedProcess:
     password = secrets.token_urlsafe(12)
-    flower = localrun.LocalProcess(
-        [*localrun.CELERY, "flower", "--address=127.0.0.1", "--port=5555", f"--basic-auth=ops:{password}"],
+    flower = processes.ManagedProcess(
+        [*processes.CELERY, "flower", "--address=127.0.0.1", "--port=5555", f"--basic-auth=ops:{password}"],
         "demo-flower")
     say(f"Flower: http://127.0.0.1:5555/  (user ops, password {password})")
     return flower
@@ -210,7 +211,7 @@ def _round(value):
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     redis_client().flushdb()  # hints and counters only; PostgreSQL is the record
-    processes, receivers = [], None
+    running, receivers = [], None
     try:
         games = load_and_build()
         say("starting receivers on loopback: SeaweedFS (S3), sshd (SFTP), pyftpdlib (FTP), webhook, a hanging host")
@@ -218,9 +219,9 @@ def main() -> None:
         say("creating demo clients:")
         create_demo_clients(games, receivers)
         key = set_up_pull(games)
-        processes = start_pipeline()
-        processes.append(start_flower())
-        processes.append(start_api_server())
+        running = start_pipeline()
+        running.append(start_flower())
+        running.append(start_api_server())
         password = admin_password()
         say(f"admin and status screens: http://127.0.0.1:{API_PORT}/admin/delivery/status/  (user ops, password {password})")
         say("pull a file (the key is shown once):")
@@ -244,7 +245,7 @@ def main() -> None:
     except KeyboardInterrupt:
         say("stopping")
     finally:
-        localrun.stop_all(processes)
+        processes.stop_all(running)
         if receivers is not None:
             receivers.stop()
         say("everything the demo started has stopped")

@@ -1,25 +1,63 @@
+"""Fixtures every test package may use, and the two tiers of the suite.
+
+`make test-fast` runs the tests that start no process (`-m "not worker and not servers"`);
+`make test` runs everything. A test that starts a Celery process is marked `worker`, one that
+starts a server process (loopback servers, API servers, a browser) `servers`; a test in the
+fast tier that tries to start a process fails and says which mark it needs.
+"""
+
 import pytest
-
-pytest_plugins = ["tests.delivery.fixtures"]
 from django.conf import settings
+from django.test import TransactionTestCase
 
+from devtools import processes
 from omnium.redis_client import redis_client
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES
-from tests import processes
+from tests import child_processes, database_snapshots
+
+pytest_plugins = ["tests.delivery.fixtures"]
 
 ALL_QUEUES = LIVE_QUEUES + BULK_QUEUES
+PROCESS_MARKS = ("worker", "servers")
+# Fixtures that start Celery processes: a test using one is marked `worker` automatically.
+WORKER_FIXTURES = {"worker", "beat", "pipeline"}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _separate_redis():
-    """Tests must never touch the demo's Redis database; start from an empty one."""
+def pytest_configure(config):
     assert not settings.REDIS_URL.endswith("/0"), "run tests through `make test` (REDIS_URL=.../15)"
+    TransactionTestCase._fixture_teardown = _empty_every_table
+
+
+def _empty_every_table(self):
+    database_snapshots.empty_every_table()
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.worker)
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_where_marked(request, monkeypatch):
+    """Keeps the fast tier honest: starting a process needs a mark that `make test-fast` skips."""
+    if any(request.node.get_closest_marker(mark) for mark in PROCESS_MARKS):
+        return
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError(f"{request.node.nodeid} starts a process: mark it `worker` or `servers`")
+
+    monkeypatch.setattr(processes.ManagedProcess, "__init__", refuse)
+
+
+@pytest.fixture(scope="session")
+def _fresh_redis():
+    """Tests never touch the demo's Redis database; the first test that uses Redis empties it."""
     redis_client().flushdb()
-    yield
 
 
 @pytest.fixture
-def clean_redis():
+def clean_redis(_fresh_redis):
     redis_client().flushdb()
     yield redis_client()
 
@@ -27,25 +65,44 @@ def clean_redis():
 @pytest.fixture
 def worker(transactional_db, clean_redis):
     """A real Celery worker consuming every build and stats lane, stopped after the test."""
-    process = processes.start_worker(ALL_QUEUES, "worker")
+    process = child_processes.start_worker(ALL_QUEUES, "worker")
     yield process
     process.stop()
 
 
 @pytest.fixture
 def beat(transactional_db):
-    process = processes.start_beat(OMNIUM_SWEEP_INTERVAL_S=0.5)
+    process = child_processes.start_beat(OMNIUM_SWEEP_INTERVAL_S=0.5)
     yield process
     process.stop()
 
 
-@pytest.fixture
-def small_games(transactional_db):
-    """A freshly generated small Games with every file built once."""
+GAMES_TABLES = ("games_", "feeds_", "feed_")
+
+
+def make_small_games():
+    from devtools.generator import Generator
     from omnium.feeds.builder import build_file, files_of
-    from omnium.games.generator import Generator
 
     games = Generator("small", seed=7).run()
     for doc_key in files_of(games.code):
         build_file(doc_key)
-    return games
+
+
+def the_small_games():
+    """The small Games as made by make_small_games, read back."""
+    from devtools.generator import games_code
+    from omnium.delivery import rendering
+    from omnium.games.models import Games
+
+    # The same versions may come back in another test: renders this process kept must go.
+    rendering.forget_all()
+    return Games.objects.get(code=games_code("small", 7))
+
+
+@pytest.fixture
+def small_games(transactional_db):
+    """A small Games (seed 7) with every file built once: generated on first use in a session,
+    copied back from a snapshot for every later test (milliseconds instead of 0.3 s)."""
+    database_snapshots.made_once("small_games", make_small_games, GAMES_TABLES)
+    return the_small_games()

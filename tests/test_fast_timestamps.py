@@ -1,4 +1,4 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from django.db import connection
@@ -20,9 +20,9 @@ def test_timestamps_read_as_the_same_instants_in_utc():
         cursor.execute("SELECT '2026-09-23 12:00:00.000001+02'::timestamptz, '1999-12-31 23:59:59-11'::timestamptz,"
                        " NULL::timestamptz")
         row = cursor.fetchone()
-    assert row == (datetime(2026, 9, 23, 10, 0, 0, 1, tzinfo=timezone.utc),
-                   datetime(2000, 1, 1, 10, 59, 59, tzinfo=timezone.utc), None)
-    assert row[0].tzinfo is timezone.utc
+    assert row == (datetime(2026, 9, 23, 10, 0, 0, 1, tzinfo=UTC),
+                   datetime(2000, 1, 1, 10, 59, 59, tzinfo=UTC), None)
+    assert row[0].tzinfo is UTC
 
 
 @pytest.mark.django_db
@@ -31,4 +31,4 @@ def test_models_keep_their_times_to_the_microsecond():
     moment = datetime(2026, 9, 23, 10, 0, 0, 123456, tzinfo=timezone(timedelta(hours=8)))
     Games.objects.filter(pk=games.pk).update(changed_at=moment)
     assert Games.objects.get(pk=games.pk).changed_at == moment
-    assert Games.objects.get(pk=games.pk).changed_at.tzinfo is timezone.utc
+    assert Games.objects.get(pk=games.pk).changed_at.tzinfo is UTC

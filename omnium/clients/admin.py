@@ -1,12 +1,11 @@
+from django import forms
 from django.contrib import admin, messages
-from django.urls import reverse
-from django.utils.html import format_html
-from django.db.models import Count, F, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from omnium.clients.forms import DestinationForm
+from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Subscription
 from omnium.feeds.models import FeedDefinition
-from omnium.clients.models import Client, Destination, Subscription
 
 
 class DestinationInline(admin.TabularInline):
@@ -64,59 +63,16 @@ class SubscriptionInline(admin.TabularInline):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-@admin.register(Destination)
 class DestinationAdmin(admin.ModelAdmin):
+    """The destination's settings. Registered by `omnium.delivery.admin`, which adds the
+    actions that drive its delivery (pause, resume, retry, replay) and its status."""
+
     form = DestinationForm
-    list_display = ["name", "client", "kind", "enabled", "fenced", "files_owed", "fast_retries", "status_link"]
+    list_display = ["name", "client", "kind", "enabled", "fenced", "fast_retries"]
     list_filter = ["kind", "enabled", "fenced", "client"]
     search_fields = ["name", "client__name"]
     list_select_related = ["client"]
     inlines = [SubscriptionInline]
-    actions = ["pause", "resume", "retry_now", "replay_dead_letters"]
-
-    @admin.display(description="status")
-    def status_link(self, destination):
-        url = reverse("delivery-client-status", args=[destination.client_id])
-        return format_html('<a href="{}#destination-{}">status</a>', url, destination.pk)
-
-    @admin.action(description="Pause the selected destinations")
-    def pause(self, request, queryset):
-        from omnium.delivery import control
-
-        for destination in queryset:
-            control.pause(destination.pk, f"paused from the destination list by {request.user}", by=request.user)
-        self.message_user(request, f"{queryset.count()} destination(s) paused.", messages.SUCCESS)
-
-    @admin.action(description="Resume the selected destinations")
-    def resume(self, request, queryset):
-        from omnium.delivery import control
-
-        for destination in queryset:
-            control.resume(destination.pk, by=request.user)
-        self.message_user(request, f"{queryset.count()} destination(s) resumed.", messages.SUCCESS)
-
-    @admin.action(description="Retry the selected destinations now")
-    def retry_now(self, request, queryset):
-        from omnium.delivery import control
-
-        for destination in queryset:
-            control.retry_now(destination.pk)
-        self.message_user(request, f"{queryset.count()} destination(s) retrying now.", messages.SUCCESS)
-
-    @admin.action(description="Replay all dead letters of the selected destinations")
-    def replay_dead_letters(self, request, queryset):
-        from omnium.delivery import control
-
-        replayed = sum(control.replay_dead_letters(destination.pk) for destination in queryset)
-        self.message_user(request, f"{replayed} dead letter(s) replayed.", messages.SUCCESS)
-
-    def get_queryset(self, request):
-        owed = Q(states__wanted_seq__gt=F("states__sent_seq")) | Q(states__force_resend=True)
-        return super().get_queryset(request).annotate(owed_total=Count("states", filter=owed))
-
-    @admin.display(description="files owed", ordering="owed_total")
-    def files_owed(self, destination):
-        return destination.owed_total
 
     def save_model(self, request, destination, form, change):
         if destination.fenced and "fenced" in form.changed_data:
@@ -135,10 +91,6 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
 
 # --- Pull API: keys and entitlements --------------------------------------------------------
-
-from django import forms  # noqa: E402
-
-from omnium.clients.models import ApiKey, Entitlement  # noqa: E402
 
 
 class ApiKeyForm(forms.ModelForm):
@@ -190,4 +142,3 @@ class EntitlementAdmin(admin.ModelAdmin):
     list_filter = ["active", "transform", "definition__games", "definition__feed_type", "client"]
     search_fields = ["client__name", "definition__feed_type", "filter"]
     list_select_related = ["client", "definition__games"]
-    list_select_related = ["definition__games"]

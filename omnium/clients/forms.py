@@ -36,7 +36,7 @@ class DestinationForm(forms.ModelForm):
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValidationError(f"Credentials must be JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+            raise ValidationError(f"Credentials must be JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
         if not isinstance(values, dict):
             raise ValidationError("Credentials must be a JSON object.")
         return values

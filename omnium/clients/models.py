@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from omnium.clients import credentials as credential_store
 from omnium.clients import file_names, transforms
-from omnium.transports import registry as transport_registry
 from omnium.feeds.models import FeedDefinition
+from omnium.transports import registry as transport_registry
 
 # ARCHITECTURE rule 5: connect within 10 s, the whole send within 60 s. Destinations may be
 # stricter, never looser: the sender's lease is sized on these bounds.

@@ -6,4 +6,5 @@ class DeliveryConfig(AppConfig):
     verbose_name = "Delivery"
 
     def ready(self):
-        from omnium.delivery import deletion, fanout, queues  # noqa: F401  (signal receivers, control commands)
+        # Signal receivers, the control command and the worker's start-up hook.
+        from omnium.delivery import deletion, fanout, queues, worker_threads  # noqa: F401

@@ -8,6 +8,7 @@ opens one alert for the destination; the next success resolves it.
 import random
 import time
 from datetime import timedelta
+from enum import StrEnum
 
 from django.db.models import F
 from django.utils import timezone
@@ -15,12 +16,19 @@ from django.utils import timezone
 from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
 from omnium.delivery import health
+from omnium.delivery.kicks import kick
 from omnium.delivery.models import SenderState
 
 FAST_BASE_S = 1.0
 FAST_CAP_S = 60.0
 ALERT_AFTER_FAILURES = 3
-PAUSED, WAITING = "paused", "waiting"
+
+
+class Gate(StrEnum):
+    """Why a destination must not send now."""
+
+    PAUSED = "paused"  # a person paused it
+    WAITING = "waiting"  # for its next retry after a failure
 
 
 def delay_after(failures: int, fast_retries: int) -> float:
@@ -31,15 +39,15 @@ def delay_after(failures: int, fast_retries: int) -> float:
     return exponential * random.uniform(0.5, 1.0)  # jitter: failing senders do not retry in step
 
 
-def gate(destination_id: int) -> str | None:
-    """Why the destination must not send now (PAUSED, WAITING for its retry), or None."""
+def gate(destination_id: int) -> Gate | None:
+    """Why the destination must not send now, or None."""
     row = SenderState.objects.filter(pk=destination_id).values_list("paused", "retry_at").first()
     if row is None:
         return None
     paused, retry_at = row
     if paused:
-        return PAUSED
-    return WAITING if retry_at is not None and retry_at > timezone.now() else None
+        return Gate.PAUSED
+    return Gate.WAITING if retry_at is not None and retry_at > timezone.now() else None
 
 
 def failed(destination, error: str, retry_after: float | None = None) -> float:
@@ -58,14 +66,12 @@ def failed(destination, error: str, retry_after: float | None = None) -> float:
                    f"{destination} failed {failures} times in a row: {error}",
                    destination=destination.pk, client=destination.client.name)
         health.record_event("alert_opened", destination.pk, alert="destination_failing")
-    from omnium.delivery.queues import kick
-
     kick(destination.pk, countdown=delay)
     return delay
 
 
 def recovered(destination) -> None:
     """The first success after failures (the sender's proof statement reset the count)."""
-    health.publish_status(destination.pk, health.RUNNING, last_success=time.time())
+    health.publish_status(destination.pk, health.Status.RUNNING, last_success=time.time())
     if resolve_alert("destination_failing", f"destination:{destination.pk}"):
         health.record_event("alert_resolved", destination.pk, alert="destination_failing")

@@ -13,8 +13,8 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from omnium.delivery import health
+from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryState, SenderState
-from omnium.delivery.queues import kick
 from omnium.redis_client import redis_client
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def pause(destination_id: int, reason: str, by=None) -> None:
         raise ValueError("Say why the destination is paused.")
     SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(
         paused=True, paused_reason=reason.strip(), paused_by=by, paused_at=timezone.now())
-    health.publish_status(destination_id, health.PAUSED)
+    health.publish_status(destination_id, health.Status.PAUSED)
     health.record_event("paused", destination_id, reason=reason.strip(), by=str(by or ""))
     publish("pause", destination_id)
 

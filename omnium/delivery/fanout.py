@@ -8,6 +8,7 @@ to each destination's queue follows after commit and is only a hint.
 from django.db import connection, transaction
 from django.dispatch import receiver
 
+from omnium.delivery.kicks import kick_all
 from omnium.feeds.signals import file_version_saved
 
 OWE = """
@@ -63,10 +64,9 @@ def owe_current_files(subscription_id: int) -> int:
 
 
 def _kick_after_commit(destination_ids) -> None:
-    from omnium.delivery.queues import kick_all
-
     if destination_ids:
-        transaction.on_commit(lambda ids=sorted(destination_ids): kick_all(ids))
+        ids = sorted(destination_ids)
+        transaction.on_commit(lambda: kick_all(ids))
 
 
 def _owe_when_subscribed(sender, instance, created, **kwargs):

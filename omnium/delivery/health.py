@@ -3,8 +3,9 @@
 Keys (the pattern of seed 002):
   omnium:dest:<id>            hash: status (running · paused · backing_off · failing),
                               errors (consecutive), last_success, backoff_s, updated
-  omnium:dest:<id>:heartbeat  set by the worker that serves the destination; TTL 3x its
-                              interval, so its absence means nobody is serving it (stalled)
+  omnium:dest:<id>:heartbeat  set by the worker that serves the destination every
+                              OMNIUM_HEARTBEAT_INTERVAL_S, TTL 3x that, so its absence
+                              means nobody is serving it (stalled)
   omnium:worker:<hostname>    the worker's own heartbeat, same TTL
   omnium:events               the last 200 events, newest first (JSON lines)
 Redis holds no truth here: everything can be recomputed from PostgreSQL; a Redis outage only
@@ -14,34 +15,48 @@ blinds the screens for a while and never stops a send.
 import json
 import logging
 import time
+from enum import StrEnum
 
 from redis.exceptions import RedisError
 
+from omnium.conf import omnium_setting
 from omnium.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_INTERVAL_S = 5.0
-HEARTBEAT_TTL_S = 3 * HEARTBEAT_INTERVAL_S
+
+
+def heartbeat_interval_s() -> float:
+    return omnium_setting("HEARTBEAT_INTERVAL_S")
+
+
+def heartbeat_ttl_s() -> float:
+    """A heartbeat outlives two missed beats: its absence means the worker is gone."""
+    return 3 * heartbeat_interval_s()
+
 EVENT_LOG = "omnium:events"
 EVENT_LOG_SIZE = 200
 
-RUNNING, PAUSED, BACKING_OFF, FAILING = "running", "paused", "backing_off", "failing"
+class Status(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    BACKING_OFF = "backing_off"
+    FAILING = "failing"
 
 
-def status_of(paused: bool, failures: int, fast_retries: int) -> str:
+def status_of(paused: bool, failures: int, fast_retries: int) -> Status:
     if paused:
-        return PAUSED
+        return Status.PAUSED
     if failures > fast_retries:
-        return FAILING
-    return BACKING_OFF if failures else RUNNING
+        return Status.FAILING
+    return Status.BACKING_OFF if failures else Status.RUNNING
 
 
 def destination_key(destination_id: int) -> str:
     return f"omnium:dest:{destination_id}"
 
 
-def publish_status(destination_id: int, status: str, errors: int = 0, last_success: float | None = None,
+def publish_status(destination_id: int, status: Status, errors: int = 0, last_success: float | None = None,
                    backoff_s: float = 0.0) -> None:
     fields = {"status": status, "errors": errors, "backoff_s": round(backoff_s, 1), "updated": time.time()}
     if last_success is not None:
@@ -73,9 +88,9 @@ def beat(hostname: str, destination_ids) -> None:
 
     def write(r):
         pipe = r.pipeline()
-        pipe.set(f"omnium:worker:{hostname}", now, ex=int(HEARTBEAT_TTL_S))
+        pipe.set(f"omnium:worker:{hostname}", now, px=int(heartbeat_ttl_s() * 1000))
         for destination_id in destination_ids:
-            pipe.set(f"{destination_key(destination_id)}:heartbeat", now, ex=int(HEARTBEAT_TTL_S))
+            pipe.set(f"{destination_key(destination_id)}:heartbeat", now, px=int(heartbeat_ttl_s() * 1000))
         pipe.execute()
 
     _quietly(write)

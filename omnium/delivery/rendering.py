@@ -39,6 +39,11 @@ def _size(value: bytes | Rendered) -> int:
 _cache = ByteBoundedLru(CACHE_BYTES, size_of=_size)
 
 
+def forget_all() -> None:
+    """Drop every kept body and render (for tests that copy the same versions back)."""
+    _cache.clear()
+
+
 def current_version(doc_key: str) -> CurrentVersion | None:
     row = FeedDocument.objects.filter(doc_key=doc_key).values_list(
         "seq", "content_hash", "changed_at", "feed_type", "filter", "built_at").first()

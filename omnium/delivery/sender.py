@@ -9,6 +9,7 @@ statement that only moves `sent_seq` forward. A failure backs off this destinati
 import logging
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 
 from celery.worker import state as worker_state
 from django.db import connection, transaction
@@ -19,6 +20,7 @@ from omnium.clients.credentials import CredentialError
 from omnium.clients.models import MAX_SEND_TIMEOUT_S, Destination
 from omnium.clients.transforms.base import Marks
 from omnium.delivery import backoff, deletion, health, lease, rendering
+from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
 from omnium.transports import TransportError
@@ -28,7 +30,17 @@ log = logging.getLogger(__name__)
 # One drain task sends for at most this long, then the next kick carries on.
 DRAIN_BUDGET_S = 20.0
 
-BUSY, OFF, IDLE, DRAINED, FAILED, LOST_LEASE = "busy", "off", "idle", "drained", "failed", "lost_lease"
+
+
+class Outcome(StrEnum):
+    """How one destination's drain ended."""
+
+    BUSY = "busy"  # another sender holds the destination's lease
+    OFF = "off"  # switched off, deleted, or delivery is off
+    IDLE = "idle"  # nothing it may send now (nothing owed, paused, or waiting for a retry)
+    DRAINED = "drained"  # sent what was owed (or its time budget ran out: a new kick carries on)
+    FAILED = "failed"  # a send failed; the destination backs off
+    LOST_LEASE = "lost_lease"  # its lease passed to another sender
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,7 @@ class OwedFile:
     include_result_marks: bool
     games_code: str
     version: rendering.CurrentVersion | None  # None: the file no longer exists
-    gate: str | None  # backoff.PAUSED / backoff.WAITING: the destination must not send now
+    gate: backoff.Gate | None  # the destination must not send now
     failures_before: int
 
 
@@ -75,7 +87,7 @@ def next_owed(destination_id: int) -> OwedFile | None:
      seq, content_hash, changed_at, feed_type, filter, built_at, paused, waiting, failures) = row
     version = None if seq is None else rendering.CurrentVersion(
         doc_key, seq, bytes(content_hash), changed_at, feed_type, filter, built_at)
-    gate = backoff.PAUSED if paused else backoff.WAITING if waiting else None
+    gate = backoff.Gate.PAUSED if paused else backoff.Gate.WAITING if waiting else None
     return OwedFile(state_id, subscription_id, doc_key, transform, template, with_version, with_marks,
                     games_code, version, gate, failures)
 
@@ -87,14 +99,14 @@ def drain(destination_id: int, started: float | None = None) -> str:
     against the same budget."""
     destination = _destination(destination_id)
     if destination is None:
-        return OFF
+        return Outcome.OFF
     started = time.monotonic() if started is None else started
 
     def acquire_and_drain() -> str:
         token = lease.acquire(destination_id, destination.send_timeout_s)
-        return BUSY if token is None else _drain_and_release(destination, token, started)
+        return Outcome.BUSY if token is None else _drain_and_release(destination, token, started)
 
-    return deletion.unless_deleted(destination_id, acquire_and_drain, OFF)
+    return deletion.unless_deleted(destination_id, acquire_and_drain, Outcome.OFF)
 
 
 def help_waiting(started: float) -> int:
@@ -120,10 +132,10 @@ def help_waiting(started: float) -> int:
             continue
         if destination.send_timeout_s > MAX_SEND_TIMEOUT_S:  # set past the admin's bound
             lease.renew(destination_id, token, destination.send_timeout_s)
-        outcome = deletion.unless_deleted(destination_id, lambda: _drain_and_release(destination, token, started),
-                                          OFF)
+        outcome = deletion.unless_deleted(
+            destination_id, lambda d=destination, t=token: _drain_and_release(d, t, started), Outcome.OFF)
         helped += 1
-        empty_claims = 0 if outcome in (DRAINED, FAILED) else empty_claims + 1
+        empty_claims = 0 if outcome in (Outcome.DRAINED, Outcome.FAILED) else empty_claims + 1
     return helped
 
 
@@ -146,9 +158,7 @@ def _drain_and_release(destination: Destination, token, started: float) -> str:
         lease.release(destination_id, token)
     # A kick that arrived while we held the lease returned at once: look again, so that no
     # wake-up is lost between our last look and the release.
-    if outcome == DRAINED and (owed := next_owed(destination_id)) and owed.gate is None:
-        from omnium.delivery.queues import kick
-
+    if outcome == Outcome.DRAINED and (owed := next_owed(destination_id)) and owed.gate is None:
         kick(destination_id)
     return outcome
 
@@ -156,20 +166,20 @@ def _drain_and_release(destination: Destination, token, started: float) -> str:
 def _drain_under_lease(destination: Destination, token, started: float) -> str:
     destination_id = destination.pk
     if not destination.can_send() or not DeliverySwitch.is_on():
-        return OFF
+        return Outcome.OFF
     sent = 0
     # The gate is read with every file, so a pause or a back-off set elsewhere takes effect at once.
     while (owed := next_owed(destination_id)) is not None:
         if owed.gate is not None:
-            return IDLE
+            return Outcome.IDLE
         if time.monotonic() - started > DRAIN_BUDGET_S:
-            return DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
+            return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
         if sent and not lease.renew(destination_id, token, destination.send_timeout_s):
-            return LOST_LEASE
+            return Outcome.LOST_LEASE
         if not send_one(destination, owed):
-            return FAILED
+            return Outcome.FAILED
         sent += 1
-    return DRAINED if sent else IDLE
+    return Outcome.DRAINED if sent else Outcome.IDLE
 
 
 def send_one(destination: Destination, owed: OwedFile) -> bool:
@@ -256,8 +266,10 @@ def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path
 def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, started: float) -> None:
     permanent = getattr(exc, "permanent", True)
     message = str(exc)
-    if backoff.gate(destination.pk) == backoff.PAUSED:  # read again: a pause may have cut this send
-        message = f"cut by a pause: {message}"  # a person stopped it; not the destination's fault
+    # Read again: a pause may have cut this send. A person stopped it; not the destination's fault.
+    cut_by_pause = backoff.gate(destination.pk) == backoff.Gate.PAUSED
+    if cut_by_pause:
+        message = f"cut by a pause: {message}"
     log.warning("send of %s to destination %s failed (%s): %s", owed.doc_key, destination.pk,
                 "permanent" if permanent else "transient", message)
     _finish_attempt(attempt, started, ok=False, error_class=type(exc).__name__, error=message, permanent=permanent)
@@ -266,7 +278,7 @@ def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, starte
         last_error=message, last_attempt_at=now, dead_lettered_at=now if permanent else None)
     health.record_event("dead_lettered" if permanent else "failed", destination.pk, doc_key=owed.doc_key,
                         error=message)
-    if not message.startswith("cut by a pause"):
+    if not cut_by_pause:
         backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None))
 
 

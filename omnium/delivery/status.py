@@ -37,7 +37,7 @@ def _state_of(destination: Destination, sender: SenderState | None) -> str:
     if not destination.can_send():
         return "off"
     if sender is None:
-        return health.RUNNING
+        return health.Status.RUNNING
     return health.status_of(sender.paused, sender.consecutive_failures, destination.fast_retries)
 
 
@@ -54,7 +54,7 @@ def destination_statuses(destinations) -> list[DestinationStatus]:
         state = _state_of(destination, sender)
         rows.append(DestinationStatus(
             destination=destination, status=state,
-            red=state in (health.FAILING, "off") or destination.dead_total > 0,
+            red=state in (health.Status.FAILING, "off") or destination.dead_total > 0,
             files_owed=destination.owed_total, dead_letters=destination.dead_total,
             failures=sender.consecutive_failures if sender else 0,
             last_success_at=sender.last_success_at if sender else None,
@@ -105,7 +105,7 @@ def _why_behind(state: DeliveryState, row: DestinationStatus) -> str:
         return f"client switched off: {destination.client.switched_off_reason}"
     if destination.fenced or not destination.enabled:
         return f"destination {'fenced: ' + destination.fence_reason if destination.fenced else 'disabled'}"
-    if row.status == health.PAUSED:
+    if row.status == health.Status.PAUSED:
         return f"paused: {row.paused_reason}"
     if state.dead_lettered_at:
         return f"dead letter (needs a person): {state.last_error}"

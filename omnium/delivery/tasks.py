@@ -9,7 +9,8 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from omnium.conf import omnium_setting
-from omnium.delivery import freshness, queues, sender
+from omnium.delivery import behind_alert, queues, sender
+from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryAttempt
 from omnium.redis_client import redis_client
 
@@ -61,8 +62,8 @@ def sweep_deliveries() -> dict:
     queues.announce_queues(queues.destination_queues())
     kicked = [d for d in idle if _first_rekick_in_a_while(d)]
     for destination_id in kicked:
-        queues.kick(destination_id)
-    behind = freshness.check_behind()
+        kick(destination_id)
+    behind = behind_alert.check_behind()
     return {"kicked": len(kicked), "timers_due": timers, "behind": behind}
 
 

@@ -1,4 +1,7 @@
-"""Two background threads in every delivery worker: its heartbeat, and the control listener.
+"""A delivery worker's start: its destination queues, and two background threads.
+
+At start the worker consumes every destination's queue. Then two threads run beside the
+tasks: its heartbeat, and the control listener.
 
 The heartbeat says "this worker is alive and serves these destinations" every few seconds;
 when the worker dies, the keys expire and the screens show its destinations as stalled. The
@@ -11,9 +14,10 @@ import logging
 import threading
 import time
 
+from celery.signals import worker_ready
 from redis.exceptions import RedisError
 
-from omnium.delivery import health, transport_cache
+from omnium.delivery import health, queues, transport_cache
 from omnium.delivery.control import CONTROL_CHANNEL
 from omnium.redis_client import redis_client
 
@@ -33,7 +37,7 @@ def _heartbeat_loop(consumer, hostname: str) -> None:
             health.beat(hostname, served_destinations(consumer))
         except Exception:  # a heartbeat must never kill the worker
             log.warning("heartbeat failed", exc_info=True)
-        time.sleep(health.HEARTBEAT_INTERVAL_S)
+        time.sleep(health.heartbeat_interval_s())
 
 
 def _control_loop() -> None:
@@ -51,6 +55,14 @@ def _control_loop() -> None:
 def _obey(command: dict) -> None:
     if command.get("action") == "pause" and transport_cache.cut(int(command["destination"])):
         log.info("paused destination %s: send in progress cut", command["destination"])
+
+
+@worker_ready.connect
+def _start_delivery_worker(sender, **kwargs):
+    if queues.is_delivery_worker(sender):
+        added = queues.consume(sender, queues.destination_queues())
+        log.info("delivery worker: consuming %d destination queues", added)
+        start(sender)
 
 
 def start(consumer) -> None:

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from omnium.feeds.models import FeedDefinition, FeedDocument
+from omnium.read_only_admin import ReadOnlyAdmin
 
 
 @admin.register(FeedDefinition)
@@ -12,15 +13,9 @@ class FeedDefinitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(FeedDocument)
-class FeedDocumentAdmin(admin.ModelAdmin):
+class FeedDocumentAdmin(ReadOnlyAdmin):
     list_display = ["doc_key", "seq", "size", "changed_at", "built_at"]
     list_filter = ["feed_type", "games"]
     search_fields = ["doc_key"]
     exclude = ["body", "content_hash", "dependencies_hash"]
     readonly_fields = ["doc_key", "definition", "games", "feed_type", "filter", "size", "seq", "changed_at", "built_at"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -8,7 +8,7 @@ body but never in the hash: a rebuild with no real change hashes the same.
 
 import hashlib
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import lru_cache
 
@@ -22,7 +22,7 @@ import orjson
 def iso_time(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def iso_date(value: date) -> str:

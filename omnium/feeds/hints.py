@@ -7,12 +7,13 @@ set for an earlier time, so a burst of changes does not flood the queue with tim
 import logging
 import time
 
+from celery import current_app
 from django.dispatch import receiver
 from redis.exceptions import RedisError
 
 from omnium.games.signals import changes_committed
 from omnium.redis_client import redis_client
-from omnium.routing import build_queue
+from omnium.routing import BUILD_DUE, HANDLE_CHANGES, build_queue
 
 log = logging.getLogger(__name__)
 
@@ -29,18 +30,14 @@ return 1
 
 @receiver(changes_committed)
 def _handle_changes_soon(sender, lane, **kwargs):
-    from omnium.feeds.tasks import handle_changes
-
     try:
-        handle_changes.apply_async(queue=build_queue(lane))
+        current_app.send_task(HANDLE_CHANGES, queue=build_queue(lane))
     except Exception:  # the broker may be down; the sweeper will find the rows
         log.warning("could not send the handle_changes hint", exc_info=True)
 
 
 def wake_builders(lane: str, in_seconds: float) -> bool:
     """Make sure a build_due task of `lane` runs in `in_seconds` (or earlier)."""
-    from omnium.feeds.tasks import build_due
-
     now = time.time()
     at = round(now + in_seconds, 2)
     try:
@@ -49,5 +46,5 @@ def wake_builders(lane: str, in_seconds: float) -> bool:
             return False
     except RedisError:
         log.warning("Redis unavailable for wake-up dedup; scheduling anyway", exc_info=True)
-    build_due.apply_async(args=[lane], countdown=max(0.0, at - time.time()), queue=build_queue(lane))
+    current_app.send_task(BUILD_DUE, args=[lane], countdown=max(0.0, at - time.time()), queue=build_queue(lane))
     return True

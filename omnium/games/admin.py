@@ -2,24 +2,16 @@ from django.contrib import admin, messages
 
 from omnium.games import statjobs
 from omnium.games.models import Fixture, Games, MedalEvent, StatJob
+from omnium.read_only_admin import ReadOnlyAdmin
 
 
-class ShownNotEdited(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class ThroughWorkflowOnly(ShownNotEdited):
+class ThroughWorkflowOnly(ReadOnlyAdmin):
     """Games records are shown, not edited, here. They change only through the workflow
     commands (omnium.games.workflow), which validate the change and write, in the same
     transaction, the outbox row that rebuilds every file showing the record. An admin save
     did neither: the files kept the old data until something else touched them."""
+
+    deletable = False
 
 
 @admin.register(Games)
@@ -44,9 +36,11 @@ class FixtureAdmin(ThroughWorkflowOnly):
 
 
 @admin.register(StatJob)
-class StatJobAdmin(ShownNotEdited):
+class StatJobAdmin(ReadOnlyAdmin):
     """Stat jobs are written and run by the system; an edit here could claim or finish one
     behind its runner's back. What staff may do is run failed jobs again."""
+
+    deletable = False
 
     list_display = ["stat", "games", "lane", "state", "attempts", "fixture", "last_error", "created_at"]
     list_filter = ["state", "lane", "stat"]

@@ -10,6 +10,7 @@ alert names the stat and the fixture.
 import logging
 from datetime import timedelta
 
+from celery import current_app
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -19,7 +20,7 @@ from omnium.conf import omnium_setting
 from omnium.games.models import ClockTimestamp, Games, StatJob
 from omnium.games.outbox import record_change
 from omnium.games.stats import STATS
-from omnium.routing import stats_queue
+from omnium.routing import RUN_STAT_JOB, stats_queue
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,7 @@ def enqueue(games: Games, stat: str, lane: str, *, fixture=None, event=None) -> 
 
 
 def _send(job_id: int, lane: str, countdown: float = 0) -> None:
-    from omnium.games.tasks import run_stat_job  # tasks import this module
-
-    run_stat_job.apply_async(args=[job_id], queue=stats_queue(lane), countdown=countdown)
+    current_app.send_task(RUN_STAT_JOB, args=[job_id], queue=stats_queue(lane), countdown=countdown)
 
 
 def claim(job_id: int) -> StatJob | None:

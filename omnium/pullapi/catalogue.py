@@ -9,16 +9,16 @@ catalogue or the new one, never half of each. Reloads follow change notices
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from omnium.clients.models import ApiKey, Entitlement
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks
 from omnium.feeds.models import FeedDefinition
-from omnium.pullapi.resolvers import PARENT_OF
+from omnium.feeds.resolvers import PARENT_OF
 
 
-@lru_cache(maxsize=None)
+@cache
 def content_type_of(transform: str) -> str:
     """The media type a transform produces (found by rendering a minimal file once)."""
     sample = (b'{"built_at":null,"changed_at":null,"data":{},'

@@ -8,15 +8,18 @@ import re
 import uuid
 from datetime import date
 
+from omnium.feeds import record_ids
 from omnium.feeds.doc_keys import FileKey
-from omnium.pullapi import record_ids
+from omnium.feeds.resolvers import PULL_DEFINITIONS
 from omnium.pullapi.addresses import FeedFileAddress, PublicDocumentAddress
 from omnium.pullapi.catalogue import AS_BUILT, PullClient, holder
 from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
-from omnium.pullapi.resolvers import PULL_RESOLVERS
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,39}")
 _FEED_TYPE = re.compile(r"[a-z_]{1,30}")
+
+# Pull files are one per record (a day, a fixture, a unit, an athlete): they always take a filter.
+PER_RECORD_FEED_TYPES = frozenset(feed_type for feed_type, _ in PULL_DEFINITIONS)
 
 
 def _valid_date(text: str) -> bool:
@@ -54,7 +57,7 @@ def feed_file(user, games: str, feed_type: str, filter: str = "") -> FeedFileAdd
     per_noc = holder.snapshot.definition(games, feed_type)
     if per_noc is None:
         raise UnknownFile(f"There is no {feed_type} feed for Games {games!r}.")
-    needs_filter = per_noc or feed_type in PULL_RESOLVERS
+    needs_filter = per_noc or feed_type in PER_RECORD_FEED_TYPES
     if needs_filter != bool(filter):
         raise Malformed(f"The {feed_type} feed {'needs' if needs_filter else 'takes no'} filter.")
     if filter:

@@ -18,7 +18,7 @@ import redis
 
 from omnium.compression import gzip_body
 from omnium.conf import omnium_setting
-from omnium.transports.redis import WRITE_IF_NEWER
+from omnium.pull_cache_entries import WRITE_IF_NEWER
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.pull_redis import pull_redis
 from omnium.single_flight import SingleFlight

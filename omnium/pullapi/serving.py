@@ -13,11 +13,7 @@ them read at once.
         --static-path-route /static --static-path-mount var/static omnium.wsgi:application
 """
 
-import socket
 import sys
-import time
-
-from omnium import localrun
 
 
 def granian_command(port: int, *, workers: int = 1, target: str = "omnium.wsgi:application",
@@ -30,29 +26,3 @@ def granian_command(port: int, *, workers: int = 1, target: str = "omnium.wsgi:a
         "--workers", str(workers), "--blocking-threads", "1", "--backpressure", "128",
         "--no-access-log", "--log-level", "warning", *static, target,
     ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, process: localrun.LocalProcess, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process.running():
-            raise RuntimeError(f"{process.name} exited; see {process.log_path}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"{process.name} did not listen on {port} within {timeout} s")
-
-
-def start_api(port: int, name: str, env: dict, log_dir=None, **options) -> localrun.LocalProcess:
-    """A pull API server process (its own process group), answering once this returns."""
-    process = localrun.LocalProcess(granian_command(port, **options), name, env, log_dir)
-    wait_for_port(port, process)
-    return process

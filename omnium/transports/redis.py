@@ -11,21 +11,9 @@ from redis.retry import Retry
 
 from omnium.compression import gzip_body
 from omnium.memory_lru import ByteBoundedLru
+from omnium.pull_cache_entries import WRITE_IF_NEWER
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
-
-# Write-if-newer in one step: a zombie sender or a late retry holding an older version
-# can never replace a newer one (ARCHITECTURE rule 4). Returns {1, v} when stored and
-# {0, current} when a version at least as new is already there.
-WRITE_IF_NEWER = """
-local current = tonumber(redis.call('HGET', KEYS[1], 'v'))
-local offered = tonumber(ARGV[1])
-if current and current >= offered then
-  return {0, current}
-end
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 'etag', ARGV[2], 'gz', ARGV[3])
-return {1, offered}
-"""
 
 # Errors about who we are or what we may do: retrying cannot help.
 PERMANENT_REPLIES = ("NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE")

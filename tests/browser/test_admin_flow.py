@@ -8,12 +8,14 @@ import re
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from omnium.loopback import servers
-from tests import processes
+from devtools.loopback import servers
+from tests import child_processes
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.servers
 
 
 @pytest.fixture
@@ -25,7 +27,7 @@ def sftp_server(tmp_path):
 
 @pytest.fixture
 def delivery_worker(transactional_db, clean_redis):
-    worker = processes.start_delivery_worker("browser-delivery", OMNIUM_SWEEP_INTERVAL_S=0.5)
+    worker = child_processes.start_delivery_worker("browser-delivery", OMNIUM_SWEEP_INTERVAL_S=0.5)
     yield worker
     worker.stop()
 

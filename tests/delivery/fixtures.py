@@ -5,9 +5,9 @@ import uuid
 
 import pytest
 
-from omnium.clients.provisioning import provision_destination
+from devtools.loopback.hosts import SilentHost, WebhookReceiver
+from devtools.provisioning import provision_destination
 from tests.transports.kits import REDIS_TEST_URL, WEBHOOK_SECRET
-from omnium.loopback.hosts import SilentHost, WebhookReceiver
 
 _names = itertools.count()
 

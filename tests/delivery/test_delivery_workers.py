@@ -6,15 +6,16 @@ import time
 import pytest
 from django.db import connection
 
+from devtools.loopback.hosts import QuietHandler, serve_http
+from devtools.waiting import wait_until
+from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture
-from omnium.loopback.hosts import QuietHandler, serve_http
-from tests import processes
+from tests import child_processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.worker
 
@@ -66,9 +67,9 @@ def slow_receiver():
 def pipeline(transactional_db, clean_redis):
     """Build workers, one delivery worker and beat (fast sweeps, short leases)."""
     env = {"OMNIUM_SWEEP_INTERVAL_S": 0.5, "OMNIUM_DELIVERY_LEASE_MARGIN_S": 5}
-    started = [processes.start_worker(ALL_QUEUES, "builds", **env),
-               processes.start_delivery_worker("delivery", **env),
-               processes.start_beat("beat", **env)]
+    started = [child_processes.start_worker(ALL_QUEUES, "builds", **env),
+               child_processes.start_delivery_worker("delivery", **env),
+               child_processes.start_beat("beat", **env)]
     yield started
     for process in reversed(started):
         process.stop()
@@ -105,12 +106,10 @@ def test_a_hanging_destination_slows_nobody_else(small_games, subscribe, silent_
 
 def test_two_worker_processes_never_send_for_one_destination_at_once(small_games, subscribe, slow_receiver,
                                                                      pipeline):
-    second = processes.start_delivery_worker("delivery-2", OMNIUM_DELIVERY_LEASE_MARGIN_S=5)
+    second = child_processes.start_delivery_worker("delivery-2", OMNIUM_DELIVERY_LEASE_MARGIN_S=5)
     try:
         destination = subscribe(small_games, webhook_settings(slow_receiver.url("one")),
                                 feed_types=("calendar", "results", "entries", "participants", "medals"))
-        from omnium.delivery.queues import kick
-
         for _ in range(40):  # a storm of kicks, to both workers
             kick(destination.pk)
         for value in range(3):
@@ -130,7 +129,7 @@ def test_a_worker_killed_mid_send_loses_nothing_and_the_proof_is_recorded_once(s
     wait_until(lambda: slow_receiver.received, 10, message="a send in progress")
 
     delivery.kill()  # mid-send: the receiver is still holding the request
-    replacement = processes.start_delivery_worker("delivery-after-kill", OMNIUM_DELIVERY_LEASE_MARGIN_S=5)
+    replacement = child_processes.start_delivery_worker("delivery-after-kill", OMNIUM_DELIVERY_LEASE_MARGIN_S=5)
     try:
         wait_until(lambda: delivered(destination, calendar_seq(small_games)), 30, message="delivered after the crash")
     finally:
@@ -144,7 +143,7 @@ def test_a_redis_restart_loses_no_owed_delivery(small_games, subscribe, clean_re
     destination = subscribe(small_games, redis_destination_settings())  # owed, kicked; nobody listening
     clean_redis.flushdb()  # the broker's queues and every kick are gone, as after a restart
     env = {"OMNIUM_SWEEP_INTERVAL_S": 0.5}
-    started = [processes.start_delivery_worker("delivery-after-flush", **env), processes.start_beat("beat-flush", **env)]
+    started = [child_processes.start_delivery_worker("delivery-after-flush", **env), child_processes.start_beat("beat-flush", **env)]
     try:
         wait_until(lambda: delivered(destination, calendar_seq(small_games)), 15, message="delivered by the sweeper")
     finally:
@@ -214,7 +213,6 @@ def test_workers_keep_their_database_connections_and_survive_losing_them(small_g
 def test_a_client_deleted_while_its_destinations_send_is_deleted_cleanly(small_games, subscribe, slow_receiver,
                                                                          pipeline):
     from omnium.clients.models import Client, Destination
-    from omnium.delivery.queues import kick_all
 
     builds, delivery, beat = pipeline
     slow_receiver.hold_s = 0.02

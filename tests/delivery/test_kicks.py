@@ -3,7 +3,7 @@
 import base64
 import json
 
-from omnium.delivery.queues import kick_all
+from omnium.delivery.kicks import kick_all
 from omnium.routing import delivery_queue
 
 

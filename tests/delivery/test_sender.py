@@ -7,12 +7,12 @@ import time
 import redis
 from django.db import connection
 
+from devtools.generator import Generator
 from omnium.delivery import lease, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
-from omnium.games.generator import Generator
 from omnium.games.models import Fixture
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
 from tests.transports.kits import REDIS_TEST_URL
@@ -28,7 +28,7 @@ def test_a_file_arrives_byte_identical_with_its_proof(small_games, subscribe, re
     destination = subscribe(small_games, webhook_settings(receiver.url))
     document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
 
-    assert sender.drain(destination.pk) == sender.DRAINED
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
 
     assert receiver.received(f"{small_games.code}/calendar.json") == bytes(document.body)
     state = DeliveryState.objects.get(destination=destination)
@@ -50,9 +50,9 @@ def test_only_the_newest_of_two_owed_versions_is_sent(small_games, subscribe, re
 
     v812 = change_and_rebuild(small_games, 812)
     v813 = change_and_rebuild(small_games, 813)
-    assert sender.drain(destination.pk) == sender.BUSY
+    assert sender.drain(destination.pk) == sender.Outcome.BUSY
     lease.release(destination.pk, busy)
-    assert sender.drain(destination.pk) == sender.DRAINED
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
 
     sent = [a.seq for a in DeliveryAttempt.objects.filter(destination=destination, seq__gt=v812 - 1)]
     assert sent == [v813]

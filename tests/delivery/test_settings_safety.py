@@ -1,5 +1,7 @@
 """Destination settings: credentials stay secret, file names stay inside the destination."""
 
+import json
+
 import pytest
 from cryptography.fernet import Fernet
 from django.core.exceptions import ValidationError
@@ -35,7 +37,7 @@ def test_saving_the_admin_form_without_new_credentials_keeps_the_old_ones(small_
     destination = subscribe(small_games, webhook_settings(receiver.url))
     before = bytes(destination.credentials_encrypted)
     form = {"client": destination.client_id, "name": destination.name, "kind": destination.kind,
-            "config": '{"url": "%s"}' % receiver.url, "new_credentials": "", "enabled": "on", "fast_retries": 5,
+            "config": json.dumps({"url": receiver.url}), "new_credentials": "", "enabled": "on", "fast_retries": 5,
             "fence_reason": "", "subscriptions-TOTAL_FORMS": 0, "subscriptions-INITIAL_FORMS": 0}
 
     reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", form)

@@ -7,14 +7,14 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
+from devtools.waiting import wait_until
 from omnium.feeds import changes
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture, OutboxEntry
-from tests import processes
+from tests import child_processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import webhook_settings
-from tests.waiting import wait_until
 
 
 def seqs(games) -> dict:
@@ -133,8 +133,8 @@ def test_flushing_redis_between_commit_and_build_loses_nothing(small_games, clea
 
     workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 7})  # hint sent, nobody listening
     clean_redis.flushdb()  # the hint and every wake-up are gone
-    worker = processes.start_worker(ALL_QUEUES, "after-flush")
-    beat = processes.start_beat("beat-after-flush", OMNIUM_SWEEP_INTERVAL_S=0.5)
+    worker = child_processes.start_worker(ALL_QUEUES, "after-flush")
+    beat = child_processes.start_beat("beat-after-flush", OMNIUM_SWEEP_INTERVAL_S=0.5)
     try:
         wait_until(lambda: FeedDocument.objects.get(doc_key=doc_key).seq > seq_before, 15,
                    message="the sweeper built the change")
@@ -147,7 +147,7 @@ def test_flushing_redis_between_commit_and_build_loses_nothing(small_games, clea
 def test_killing_the_worker_between_commit_and_build_loses_nothing(small_games, clean_redis):
     doc_key = f"{small_games.code}/calendar"
     seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
-    doomed = processes.start_worker(ALL_QUEUES, "doomed")
+    doomed = child_processes.start_worker(ALL_QUEUES, "doomed")
     fixture = Fixture.objects.filter(games=small_games).first()
 
     workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 8})
@@ -155,8 +155,8 @@ def test_killing_the_worker_between_commit_and_build_loses_nothing(small_games, 
     doomed.kill()
     assert FeedDocument.objects.get(doc_key=doc_key).seq == seq_before
 
-    survivor = processes.start_worker(ALL_QUEUES, "survivor")
-    beat = processes.start_beat("beat-after-kill", OMNIUM_SWEEP_INTERVAL_S=0.5)
+    survivor = child_processes.start_worker(ALL_QUEUES, "survivor")
+    beat = child_processes.start_beat("beat-after-kill", OMNIUM_SWEEP_INTERVAL_S=0.5)
     try:
         wait_until(lambda: FeedDocument.objects.get(doc_key=doc_key).seq > seq_before, 15,
                    message="the change was built after the crash")
@@ -282,7 +282,7 @@ def test_due_files_are_built_oldest_change_first_and_of_one_change_biggest_first
 def test_files_pushed_to_more_destinations_are_built_first(small_games, clean_redis):
     from django.utils import timezone
 
-    from omnium.clients.provisioning import provision_destination
+    from devtools.provisioning import provision_destination
     from omnium.feeds import debounce
     from omnium.routing import LIVE
 
@@ -305,7 +305,7 @@ def test_files_pushed_to_more_destinations_are_built_first(small_games, clean_re
 def test_a_country_subscription_counts_for_its_own_country_only(small_games, clean_redis):
     from django.utils import timezone
 
-    from omnium.clients.provisioning import provision_destination
+    from devtools.provisioning import provision_destination
     from omnium.feeds import debounce
     from omnium.routing import LIVE
 

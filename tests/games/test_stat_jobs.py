@@ -5,12 +5,12 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
+from devtools.generator import Generator
+from devtools.waiting import wait_until
 from omnium.alerts.models import Alert
 from omnium.games import statjobs, workflow
-from omnium.games.generator import Generator
 from omnium.games.models import MedalEvent, MedalStanding, OutboxEntry, StatJob
 from omnium.games.stats import STATS
-from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_a_backfill_never_sits_in_front_of_a_live_match(games, clean_redis):
     from django.db import transaction
 
     from omnium.routing import BACKFILL, LIVE, LIVE_QUEUES
-    from tests import processes
+    from tests import child_processes
 
     with transaction.atomic():
         backfill = [statjobs.enqueue(games, "medal_standings", BACKFILL) for _ in range(30)]
@@ -85,7 +85,7 @@ def test_a_backfill_never_sits_in_front_of_a_live_match(games, clean_redis):
     award_gold_to_the_winner(event)  # the live job, queued after the backfill
     live_job = StatJob.objects.get(lane=LIVE)
 
-    worker = processes.start_worker(LIVE_QUEUES, "live-only")
+    worker = child_processes.start_worker(LIVE_QUEUES, "live-only")
     try:
         wait_until(lambda: StatJob.objects.get(pk=live_job.pk).state == "done", 10, message="live job done")
     finally:

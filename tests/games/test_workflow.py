@@ -4,9 +4,9 @@ import uuid
 
 import pytest
 
+from devtools.generator import Generator
 from omnium.games import workflow
 from omnium.games.errors import WorkflowError
-from omnium.games.generator import Generator
 from omnium.games.models import Competitor, Entry, Fixture, MedalAward, MedalEvent, OutboxEntry, StatJob
 
 

@@ -6,8 +6,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from django.test import override_settings
 
-from omnium.loopback.hosts import QuietHandler, serve_http
-from omnium.loopback.servers import free_port
+from devtools.loopback.hosts import QuietHandler, serve_http
+from devtools.processes import free_port
 
 
 class MailBox:

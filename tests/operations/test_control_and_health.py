@@ -8,18 +8,20 @@ import time
 import pytest
 from django.core.exceptions import ValidationError
 
+from devtools.waiting import wait_until
 from omnium.clients.models import Client
 from omnium.delivery import control, health
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Fixture
-from tests import processes
+from tests import child_processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
-from tests.waiting import wait_until
 
 FAST = {"OMNIUM_SWEEP_INTERVAL_S": 0.5, "OMNIUM_DELIVERY_LEASE_MARGIN_S": 5}
+# Beats this often in the worker of the heartbeat test: it waits for three to be missed.
+HEARTBEAT_S = 0.5
 
 
 def calendar_seq(games) -> int:
@@ -33,7 +35,7 @@ def score(games, value):
 
 @pytest.mark.worker
 def test_pausing_stops_sends_within_a_second_and_resuming_sends_only_the_newest(small_games, subscribe, clean_redis):
-    started = [processes.start_worker(ALL_QUEUES, "builds", **FAST), processes.start_delivery_worker("delivery", **FAST)]
+    started = [child_processes.start_worker(ALL_QUEUES, "builds", **FAST), child_processes.start_delivery_worker("delivery", **FAST)]
     try:
         destination = subscribe(small_games, redis_destination_settings())
         wait_until(lambda: DeliveryState.objects.filter(destination=destination, sent_seq=calendar_seq(small_games)).exists())
@@ -41,11 +43,13 @@ def test_pausing_stops_sends_within_a_second_and_resuming_sends_only_the_newest(
         paused_at = time.monotonic()
         before = DeliveryAttempt.objects.filter(destination=destination).count()
 
-        for value in (1, 2):
+        for value in (1, 2):  # two new versions, each built before the next change
+            previous = calendar_seq(small_games)
             score(small_games, value)
-            time.sleep(3.5)  # past the 3 s build cap: each change is a new version
+            wait_until(lambda previous=previous: calendar_seq(small_games) > previous, 10,
+                       message=f"the version with score {value} built")
         newest = calendar_seq(small_games)
-        assert time.monotonic() - paused_at > 1
+        time.sleep(max(0.0, 1.5 - (time.monotonic() - paused_at)))  # watch a paused sender for 1.5 s at least
         assert DeliveryAttempt.objects.filter(destination=destination).count() == before, "sent while paused"
 
         control.resume(destination.pk)
@@ -62,17 +66,18 @@ def test_pausing_stops_sends_within_a_second_and_resuming_sends_only_the_newest(
 def test_health_shows_failing_and_the_heartbeat_vanishes_when_the_worker_dies(small_games, subscribe, receiver,
                                                                               clean_redis):
     receiver.replies.extend([(503, {})] * 50)
-    delivery = processes.start_delivery_worker("delivery-health", OMNIUM_DELIVERY_SLOW_RETRY_S=0.5, **FAST)
-    beat = processes.start_beat("beat-health", **FAST)
+    delivery = child_processes.start_delivery_worker("delivery-health", OMNIUM_DELIVERY_SLOW_RETRY_S=0.5,
+                                                     OMNIUM_HEARTBEAT_INTERVAL_S=HEARTBEAT_S, **FAST)
+    beat = child_processes.start_beat("beat-health", **FAST)
     try:
         destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=0)
-        failing = wait_until(lambda: health.read(destination.pk).get("status") == health.FAILING and
+        failing = wait_until(lambda: health.read(destination.pk).get("status") == health.Status.FAILING and
                              health.read(destination.pk), 15, message="status failing")
         assert int(failing["errors"]) >= 1
-        wait_until(lambda: health.read(destination.pk)["stalled"] is False, health.HEARTBEAT_INTERVAL_S + 2,
+        wait_until(lambda: health.read(destination.pk)["stalled"] is False, HEARTBEAT_S + 2,
                    message="the worker's heartbeat covers the new destination")
         delivery.kill()
-        wait_until(lambda: health.read(destination.pk)["stalled"], health.HEARTBEAT_TTL_S + 5,
+        wait_until(lambda: health.read(destination.pk)["stalled"], 3 * HEARTBEAT_S + 5,
                    message="heartbeat gone")
     finally:
         beat.stop()
@@ -127,7 +132,7 @@ def test_fast_retries_outside_its_bounds_is_refused(small_games, subscribe, rece
 def test_an_invalid_slack_url_stops_the_process_at_start_with_a_clear_message():
     env = {**os.environ, "OMNIUM_ALERT_SLACK_URL": "hooks.slack.com/services/T000/B000/XXX"}
     run = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env, capture_output=True,
-                         text=True, cwd=processes.localrun.ROOT)
+                         text=True, cwd=child_processes.processes.ROOT)
     assert run.returncode != 0
     assert "OMNIUM_ALERT_SLACK_URL must be an http(s) URL" in run.stderr
 

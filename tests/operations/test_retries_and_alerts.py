@@ -5,7 +5,7 @@ from django.test import override_settings
 
 from omnium.alerts import notices
 from omnium.alerts.models import Alert
-from omnium.delivery import backoff, control, freshness, sender
+from omnium.delivery import backoff, behind_alert, control, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.games import workflow
@@ -39,10 +39,10 @@ def test_a_destination_down_for_long_gets_the_newest_version_when_back_and_proof
     outcomes = [try_again(destination) for _ in range(20)]
     newest = [new_version(small_games, score) for score in (1, 2, 3)][-1]
     outcomes += [try_again(destination) for _ in range(20)]
-    assert set(outcomes) == {sender.FAILED}
+    assert set(outcomes) == {sender.Outcome.FAILED}
     assert SenderState.objects.get(pk=destination.pk).consecutive_failures == 40, "it never gave up"
 
-    assert try_again(destination) == sender.DRAINED
+    assert try_again(destination) == sender.Outcome.DRAINED
 
     state = DeliveryState.objects.get(destination=destination)
     assert state.sent_seq == newest and state.dead_lettered_at is None
@@ -71,7 +71,7 @@ def test_three_failures_make_one_alert_and_recovery_one_resolution(small_games, 
     send_notices()
     assert len(slack.posts) == 1 and len(mailbox.messages) == 1, "a failure storm is one alert"
 
-    assert try_again(destination) == sender.DRAINED
+    assert try_again(destination) == sender.Outcome.DRAINED
     send_notices()
     assert len(slack.posts) == 2 and "RESOLVED destination_failing" in slack.posts[1]["text"]
     assert len(mailbox.messages) == 2
@@ -88,7 +88,7 @@ def test_an_alert_that_cannot_be_sent_is_kept_for_later_and_delivery_goes_on(sma
             try_again(destination)
         alert = Alert.objects.get(kind="destination_failing")
         assert notices.send_pending(alert) is False
-        assert try_again(destination) == sender.DRAINED, "delivery does not wait for the alert"
+        assert try_again(destination) == sender.Outcome.DRAINED, "delivery does not wait for the alert"
     alert.refresh_from_db()
     assert alert.opening_sent_at is None and alert.send_attempts == 1 and "slack" in alert.last_send_error
     assert alert in notices.unsent()
@@ -101,13 +101,13 @@ def test_a_destination_owed_a_version_too_long_is_behind_even_without_failures(s
     destination = subscribe(small_games, webhook_settings(receiver.url))  # owed, but no sender runs
     time.sleep(0.6)
 
-    assert freshness.check_behind() == 1
+    assert behind_alert.check_behind() == 1
     alert = Alert.objects.get(kind="destination_behind", resolved_at__isnull=True)
     assert alert.subject == f"destination:{destination.pk}"
     assert not DeliveryAttempt.objects.exists(), "no send failed: it is simply behind"
 
     sender.drain(destination.pk)
-    assert freshness.check_behind() == 0
+    assert behind_alert.check_behind() == 0
     assert Alert.objects.get(pk=alert.pk).resolved_at is not None
 
 
@@ -115,15 +115,15 @@ def test_a_permanent_error_is_a_dead_letter_until_replayed(small_games, subscrib
     destination = subscribe(small_games, webhook_settings(receiver.url))
     receiver.replies.append((410, {}))
 
-    assert sender.drain(destination.pk) == sender.FAILED
+    assert sender.drain(destination.pk) == sender.Outcome.FAILED
     state = DeliveryState.objects.get(destination=destination)
     assert state.dead_lettered_at is not None and "410" in state.last_error
     control.retry_now(destination.pk)
-    assert sender.drain(destination.pk) == sender.IDLE, "a dead letter waits for a person"
+    assert sender.drain(destination.pk) == sender.Outcome.IDLE, "a dead letter waits for a person"
 
     assert control.replay_dead_letters(destination.pk) == 1
     control.retry_now(destination.pk)
-    assert sender.drain(destination.pk) == sender.DRAINED
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
     assert DeliveryState.objects.get(pk=state.pk).sent_seq > 0
 
 
@@ -136,6 +136,6 @@ def test_a_stuck_destination_is_behind_even_while_newer_versions_keep_arriving(s
         time.sleep(0.2)
         new_version(small_games, score)  # each new version replaces the owed one
 
-    assert freshness.check_behind() == 1, "behind since the first unsent version, not the newest"
+    assert behind_alert.check_behind() == 1, "behind since the first unsent version, not the newest"
     assert Alert.objects.filter(kind="destination_behind", subject=f"destination:{destination.pk}",
                                 resolved_at__isnull=True).exists()

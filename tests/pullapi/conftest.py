@@ -4,9 +4,11 @@ from django.test import Client as HttpClient
 from omnium.clients.models import ApiKey, Client, Entitlement
 from omnium.delivery import sender
 from omnium.feeds.models import FeedDefinition
-from omnium.pullapi import pull_cache, read_path
+from omnium.pullapi import pull_cache_destinations, read_path
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.throttles import rates
+from tests import database_snapshots
+from tests.conftest import GAMES_TABLES, make_small_games, the_small_games
 
 
 @pytest.fixture(autouse=True)
@@ -20,14 +22,22 @@ def _catalogue_driven_by_hand(settings):
     read_path.reset()
 
 
+def _make_games_with_pull_cache_destinations():
+    make_small_games()
+    games = the_small_games()
+    pull_cache_destinations.ensure_destinations(games)
+    pull_cache_destinations.build_missing(games, feed_types={"calendar_day", "fixture", "unit_standings"})
+
+
 @pytest.fixture
-def games(small_games, clean_redis):
+def games(transactional_db, clean_redis):
     """A small Games with its files built (careers aside: test_documents builds those) and its
-    pull cache destinations set up. Redis starts empty: the read path fills it on first read,
-    tests that need the sender's publishing call fill_pull_cache()."""
-    pull_cache.ensure_destinations(small_games)
-    pull_cache.build_missing(small_games, feed_types={"calendar_day", "fixture", "unit_standings"})
-    return small_games
+    pull cache destinations set up (made once a session, then copied back). Redis starts
+    empty: the read path fills it on first read; tests that need the sender's publishing call
+    fill_pull_cache()."""
+    database_snapshots.made_once("games_with_pull_cache_destinations", _make_games_with_pull_cache_destinations,
+                                 (*GAMES_TABLES, "clients_", "delivery_"))
+    return the_small_games()
 
 
 def fill_pull_cache() -> None:

@@ -3,15 +3,14 @@
 import shutil
 import tempfile
 
-from omnium import localrun
-from omnium.pullapi.serving import free_port, start_api, wait_for_port
-from tests.processes import LOG_DIR, test_environment
+from devtools.processes import ManagedProcess, free_port, start_api
+from tests.child_processes import LOG_DIR, child_environment
 
 
 class ApiServer:
     def __init__(self, name: str, **env):
         self.port = free_port()
-        self.process = start_api(self.port, name, test_environment(**env), LOG_DIR)
+        self.process = start_api(self.port, name, child_environment(**env), LOG_DIR)
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self):
@@ -24,10 +23,10 @@ class PrivateRedis:
     def __init__(self):
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="pull-redis-")
-        self.process = localrun.LocalProcess(
+        self.process = ManagedProcess(
             [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir], f"pull-redis-{self.port}", log_dir=LOG_DIR)
-        wait_for_port(self.port, self.process)
+        self.process.wait_for_port(self.port)
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self):

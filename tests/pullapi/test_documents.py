@@ -5,12 +5,11 @@ import orjson
 from django.core.management import call_command
 
 from omnium.clients.models import Subscription
-from omnium.feeds import changes
+from omnium.feeds import changes, record_ids
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Athlete, Fixture, MedalEvent
-from omnium.pullapi import record_ids
 from tests.pullapi.conftest import bearer, fill_pull_cache
 
 

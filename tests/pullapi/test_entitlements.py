@@ -2,8 +2,9 @@ import gzip
 
 import orjson
 
+from omnium.feeds import record_ids
 from omnium.games.models import Fixture
-from omnium.pullapi import pull_cache, record_ids
+from omnium.pullapi import pull_cache_destinations
 from tests.pullapi.conftest import bearer, fill_pull_cache
 
 
@@ -40,7 +41,7 @@ def test_malformed_parameters_get_400(games, entitle, http):
 def test_client_a_key_cannot_read_client_b_transformed_file(games, entitle, http):
     client_b, key_b = entitle("bravo", games, "medals", transform="xml")
     _, key_a = entitle("alpha", games, "medals")
-    pull_cache.ensure_destinations(games)  # bravo's own shape gets its own Redis key
+    pull_cache_destinations.ensure_destinations(games)  # bravo's own shape gets its own Redis key
     fill_pull_cache()
     as_b = http.get(f"/v1/feeds/{games.code}/medals", **bearer(key_b))
     as_a = http.get(f"/v1/feeds/{games.code}/medals", **bearer(key_a))
@@ -53,7 +54,7 @@ def test_client_a_key_cannot_read_client_b_transformed_file(games, entitle, http
 
 def test_own_shape_is_published_to_the_clients_own_redis_key(games, entitle, http, clean_redis):
     client, key = entitle("bravo", games, "medals", transform="legacy", include_version=True)
-    pull_cache.ensure_destinations(games)
+    pull_cache_destinations.ensure_destinations(games)
     fill_pull_cache()
     stored = clean_redis.hgetall(f"feed:{client.pk}:{games.code}/medals")
     published = orjson.loads(gzip.decompress(stored[b"gz"]))

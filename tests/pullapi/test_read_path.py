@@ -4,11 +4,11 @@ import threading
 import pytest
 import redis
 
-from omnium.transports.redis import RedisTransport
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.addresses import FeedFileAddress
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.read_path import read_path
+from omnium.transports.redis import RedisTransport
 from tests.pullapi.conftest import bearer, fill_pull_cache
 
 

@@ -11,6 +11,8 @@ from omnium.clients.models import ApiKey
 from omnium.feeds.models import FeedDocument
 from tests.pullapi.servers import ApiServer, PrivateRedis
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def two_api_processes(games):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from omnium.loopback import hosts, servers
+from devtools.loopback import hosts, servers
+
 from .kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
 
 KINDS = ["s3", "sftp", "ftp", "webhook", "redis"]
@@ -100,7 +101,12 @@ def _kit(kit):
     kit.close()
 
 
-@pytest.fixture(params=KINDS)
+# Kinds whose server is a process of its own (the webhook receiver is a thread, Redis the machine's).
+SERVER_PROCESSES = {"s3", "sftp", "ftp"}
+
+
+@pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.servers) if kind in SERVER_PROCESSES else kind
+                        for kind in KINDS])
 def kit(request):
     """Each transport kind in turn, wired to its real server."""
     return request.getfixturevalue(f"{request.param}_kit")

@@ -15,11 +15,10 @@ import boto3
 import redis as redis_client
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from devtools.loopback.hosts import WebhookReceiver
+from devtools.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
 from omnium.transports.base import Transport
 from omnium.transports.registry import TRANSPORTS
-
-from omnium.loopback.hosts import WebhookReceiver
-from omnium.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
 
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 REDIS_TEST_URL = f"redis://{LOOPBACK}:6379/14"  # db 14 is ours to flush

@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from devtools.loopback.hosts import SilentHost
+from devtools.loopback.servers import LOOPBACK
 from omnium.transports.base import (
     Deadline,
     Setting,
@@ -17,9 +19,6 @@ from omnium.transports.base import (
     validate,
 )
 from omnium.transports.registry import TRANSPORTS, choices
-
-from omnium.loopback.hosts import SilentHost
-from omnium.loopback.servers import LOOPBACK
 
 SCHEMA = {
     "host": Setting(str, required=True),
@@ -78,22 +77,20 @@ def test_deadline_cuts_a_blocked_read():
     host = SilentHost()
     started = time.monotonic()
     try:
-        with pytest.raises(TransportError, match="deadline exceeded after 0.5 s"):
-            with Deadline(0.5):
-                sock = socket.create_connection((LOOPBACK, host.port))
-                sock.settimeout(30)  # a library's read timeout, far too long
-                assert sock.recv(1) == b""  # woken by the cut, not by the timeout
-                raise ConnectionError("peer closed")
+        with pytest.raises(TransportError, match="deadline exceeded after 0.5 s"), Deadline(0.5):
+            sock = socket.create_connection((LOOPBACK, host.port))
+            sock.settimeout(30)  # a library's read timeout, far too long
+            assert sock.recv(1) == b""  # woken by the cut, not by the timeout
+            raise ConnectionError("peer closed")
     finally:
         host.stop()
     assert time.monotonic() - started < 1.5
 
 
 def test_no_new_socket_after_the_deadline():
-    with pytest.raises(TransportError, match="deadline exceeded"):
-        with Deadline(0.05):
-            time.sleep(0.1)
-            socket.socket()
+    with pytest.raises(TransportError, match="deadline exceeded"), Deadline(0.05):
+        time.sleep(0.1)
+        socket.socket()
 
 
 def test_unexpected_error_becomes_transient():

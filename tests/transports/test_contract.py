@@ -9,10 +9,10 @@ import time
 
 import pytest
 
+from devtools.processes import free_port
 from omnium.transports import TransportError
 
 from .kits import feed_path, next_version
-from omnium.loopback.servers import free_port
 
 # Small enough to keep the run short, large enough to be far above one read's timeout.
 SEND_TIMEOUT = 3.0

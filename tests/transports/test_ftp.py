@@ -8,6 +8,8 @@ from omnium.transports import TransportError
 
 from .kits import FTPKit, feed_path
 
+pytestmark = pytest.mark.servers
+
 
 def test_ftps_delivers_with_a_trusted_certificate(ftps_server):
     kit = FTPKit(ftps_server)

@@ -7,10 +7,12 @@ import time
 
 import pytest
 
+from devtools.loopback.servers import freeze, thaw
 from omnium.transports import TransportError
 
 from .kits import feed_path
-from omnium.loopback.servers import freeze, thaw
+
+pytestmark = pytest.mark.servers
 
 
 def test_missing_bucket_is_permanent(s3_kit):

@@ -9,13 +9,15 @@ import time
 
 import pytest
 
+from devtools.loopback.servers import freeze, other_host_keys, thaw
 from omnium.transports import TransportError
-from omnium.loopback.servers import freeze, other_host_keys, thaw
 
 from .kits import feed_path
 
 SEND_TIMEOUT = 3.0
 SLACK = 2.0
+
+pytestmark = pytest.mark.servers
 
 
 @pytest.mark.parametrize("pinned", ["changed", "unknown"])

@@ -1,6 +1,29 @@
-"""The registry of resolvers: feed type -> function building that file's data."""
+"""The registry of feed types: feed type -> the resolver building that file's data.
 
-from omnium.feeds.resolvers import calendar, country, entries, medals, participants, results, standings
+Adding a feed type is one resolver module here plus one line in RESOLVERS (and, for a file
+every Games gets, one line in STANDARD_DEFINITIONS).
+
+Two families of files share the builder, the outbox reader and delivery:
+- the standard files that push clients subscribe to (calendar, medals, results…);
+- files for pull clients and fans: the calendar split small (3 MB at Asian Games scale is
+  too heavy to poll whole: per day and per fixture) and the public documents (a fixture, a
+  unit's standings, an athlete's career). Each is an ordinary feed type: per-record
+  dependencies, rebuilt only on change, a new version only when its hash changes.
+"""
+
+from omnium.feeds.resolvers import (
+    calendar,
+    calendar_day,
+    career,
+    country,
+    entries,
+    fixture,
+    medals,
+    participants,
+    results,
+    standings,
+    unit_standings,
+)
 
 RESOLVERS = {
     "calendar": calendar.resolve,
@@ -10,6 +33,10 @@ RESOLVERS = {
     "participants": participants.resolve,
     "standings": standings.resolve,
     "country": country.resolve,
+    "calendar_day": calendar_day.resolve,
+    "fixture": fixture.resolve,
+    "unit_standings": unit_standings.resolve,
+    "career": career.resolve,
 }
 
 # The files every Games gets: (feed type, name, one file per NOC).
@@ -22,3 +49,16 @@ STANDARD_DEFINITIONS = (
     ("standings", "Standings", False),
     ("country", "Country", True),
 )
+
+# (feed type, name): the pull files a Games gets with its pull cache. Their filters (a day, a
+# fixture id, a unit code, an athlete id) come from the Games' records.
+PULL_DEFINITIONS = (
+    ("calendar_day", "Calendar, one day"),
+    ("fixture", "Fixture"),
+    ("unit_standings", "Standings of one unit"),
+    ("career", "Athlete career"),
+)
+
+# A client entitled to the feed on the left also gets these split files of it.
+SPLITS = {"calendar": ("calendar_day", "fixture")}
+PARENT_OF = {split: parent for parent, splits in SPLITS.items() for split in splits}

@@ -1,6 +1,6 @@
 """A country's file (filter = NOC code): its medals, its competitors and its fixtures."""
 
-from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.feeds.resolvers.entries import ENTRY_FIELDS, entry_document
 from omnium.feeds.resolvers.medals import standing_document
@@ -18,7 +18,7 @@ def resolve(games, filter: str) -> Resolved:
     resolved.depends_on("noc", [noc.pk])
     resolved.depends_on("entry", (e["id"] for e in entries))
     resolved.saw_change(*(e["changed_at"] for e in entries))
-    fixtures = rows.fixtures(games, noc=noc)
+    fixtures = fixture_rows.fixtures(games, noc=noc)
     resolved.depends_on("fixture", (f["id"] for f in fixtures))
     resolved.saw_change(*(f["changed_at"] for f in fixtures))
     standing = _standing(games, noc, resolved)
@@ -27,7 +27,7 @@ def resolve(games, filter: str) -> Resolved:
         "name": noc.name,
         "medals": standing,
         "entries": [dict(entry_document(e), event=e["event__code"]) for e in entries],
-        "fixtures": [_own_view(rows.fixture_document(f)) for f in fixtures],
+        "fixtures": [_own_view(fixture_rows.fixture_document(f)) for f in fixtures],
     }
     return resolved
 

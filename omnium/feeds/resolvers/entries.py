@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 
-from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved
 from omnium.games.models import Entry, MedalEvent
 
@@ -15,7 +15,7 @@ ENTRY_FIELDS = (
 def entry_document(row: dict) -> dict:
     return {
         "id": str(row["id"]),
-        "name": rows.competitor_name(row["athlete__given_name"], row["athlete__family_name"], row["team__name"]),
+        "name": fixture_rows.competitor_name(row["athlete__given_name"], row["athlete__family_name"], row["team__name"]),
         "noc": row["noc__code"],
         "status": row["status"],
     }

@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 
-from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved
 from omnium.games.models import Fixture, MedalAward, MedalEvent
 
@@ -19,7 +19,7 @@ def medals_by_event(games) -> dict:
     for event_id, medal, entry_id, noc, given, family, team in awards:
         grouped[event_id].append({
             "medal": medal, "entry": str(entry_id), "noc": noc,
-            "name": rows.competitor_name(given, family, team),
+            "name": fixture_rows.competitor_name(given, family, team),
         })
     for medals in grouped.values():
         medals.sort(key=lambda m: (MEDAL_ORDER[m["medal"]], m["entry"]))
@@ -30,12 +30,12 @@ def resolve(games, filter: str) -> Resolved:
     resolved = Resolved(data=None)
     events = list(MedalEvent.objects.filter(games=games).order_by("code").values("id", "code", "name", "changed_at"))
     # Every fixture and event, because a scheduled fixture joins this file when it starts.
-    resolved.depends_on("fixture", rows.fixture_ids(games))
+    resolved.depends_on("fixture", fixture_rows.fixture_ids(games))
     resolved.depends_on("unit", (e["id"] for e in events))
     resolved.depends_on("medal_award", (e["id"] for e in events))
     started = defaultdict(list)
-    for fixture in rows.fixtures(games, status__in=STARTED):
-        started[fixture["event_id"]].append(rows.fixture_document(fixture))
+    for fixture in fixture_rows.fixtures(games, status__in=STARTED):
+        started[fixture["event_id"]].append(fixture_rows.fixture_document(fixture))
         resolved.saw_change(fixture["changed_at"])
     medals = medals_by_event(games)
     for event in events:

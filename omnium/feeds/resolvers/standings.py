@@ -6,12 +6,12 @@ more. Ordered by points, then best rank, then entry id (deterministic).
 
 from collections import defaultdict
 
-from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved
 from omnium.games.models import Fixture, MedalEvent
 
 
-def _tally(finished: list[dict]) -> list[dict]:
+def tally(finished: list[dict]) -> list[dict]:
     table = {}
     for fixture in finished:
         size = len(fixture["competitors"])
@@ -24,7 +24,7 @@ def _tally(finished: list[dict]) -> list[dict]:
             if place["rank"] is not None:
                 line["points"] += size - place["rank"] + 1
                 line["best_rank"] = min(filter(None, (line["best_rank"], place["rank"])))
-    return sorted(table.values(), key=lambda l: (-l["points"], l["best_rank"] or 999, l["entry"]))
+    return sorted(table.values(), key=lambda line: (-line["points"], line["best_rank"] or 999, line["entry"]))
 
 
 def resolve(games, filter: str) -> Resolved:
@@ -33,15 +33,15 @@ def resolve(games, filter: str) -> Resolved:
     # Standings count finished fixtures only, so they follow "fixture_result" (a fixture
     # finished, or a finished one re-ranked), not every live score: a score in a running
     # fixture rebuilt this file for nothing and kept its quiet period from ever ending.
-    resolved.depends_on("fixture_result", rows.fixture_ids(games))
+    resolved.depends_on("fixture_result", fixture_rows.fixture_ids(games))
     resolved.depends_on("unit", (e["id"] for e in events))
     finished = defaultdict(list)
-    for fixture in rows.fixtures(games, status=Fixture.Status.FINISHED):
+    for fixture in fixture_rows.fixtures(games, status=Fixture.Status.FINISHED):
         finished[fixture["event_id"]].append(fixture)
         resolved.saw_change(fixture["changed_at"])
     resolved.data = {
         "events": [
-            {"code": e["code"], "name": e["name"], "table": _tally(finished[e["id"]])}
+            {"code": e["code"], "name": e["name"], "table": tally(finished[e["id"]])}
             for e in events
             if finished[e["id"]]
         ]

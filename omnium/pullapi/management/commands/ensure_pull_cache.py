@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from omnium.games.models import Games
-from omnium.pullapi import pull_cache
+from omnium.pullapi import pull_cache_destinations
 
 
 class Command(BaseCommand):
@@ -18,7 +18,7 @@ class Command(BaseCommand):
         found = Games.objects.filter(code=games).first()
         if found is None:
             raise CommandError(f"no Games with code {games!r}")
-        summary = {"games": games, **pull_cache.ensure_destinations(found)}
+        summary = {"games": games, **pull_cache_destinations.ensure_destinations(found)}
         if not no_build:
-            summary.update(pull_cache.build_missing(found))
+            summary.update(pull_cache_destinations.build_missing(found))
         self.stdout.write(json.dumps(summary))

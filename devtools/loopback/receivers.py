@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omnium.loopback import hosts, servers
+from devtools.loopback import hosts, servers
 
 LOOPBACK = servers.LOOPBACK
 KINDS = ("s3", "sftp", "ftp", "webhook", "redis")

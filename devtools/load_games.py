@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from omnium.games.generator import SCALES, Generator, delete_games, games_code
+from devtools.generator import SCALES, Generator, delete_games, games_code
 from omnium.games.models import Games
 
 

@@ -9,7 +9,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from omnium.games import workflow
 from omnium.games.errors import WorkflowError
@@ -30,7 +30,7 @@ class Step:
 def plan_day(games: Games, day: int, seed: int = 1) -> list[Step]:
     """Every change of day `day` (1 = the opening day), in time order."""
     rng = random.Random(f"{games.code}:{day}:{seed}")
-    start = datetime.combine(games.starts_on + timedelta(days=day - 1), datetime.min.time(), timezone.utc)
+    start = datetime.combine(games.starts_on + timedelta(days=day - 1), datetime.min.time(), UTC)
     fixtures = (
         Fixture.objects.filter(games=games, starts_at__gte=start, starts_at__lt=start + timedelta(days=1))
         .select_related("event").prefetch_related("competitors").order_by("starts_at", "id")

@@ -5,7 +5,7 @@ For one Games:
   system client "pull cache" → destination "shared files"     (key prefix feed:, every definition)
                              → destination "public documents"  (key prefix pub:, fixtures and careers)
   each client with an own shape → its destination "pull cache (own shape)" (key prefix feed:{id}:)
-and the split and public files of `resolvers` are added as definitions and built once.
+and the split and public files of `feeds.resolvers` are added as definitions and built once.
 """
 
 from datetime import timedelta
@@ -14,13 +14,13 @@ from django.db import transaction
 
 from omnium.clients.models import Client, Destination, Entitlement, Subscription
 from omnium.conf import omnium_setting
+from omnium.feeds import record_ids
 from omnium.feeds.builder import build_file
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.models import FeedDefinition, FeedDocument
+from omnium.feeds.resolvers import PULL_DEFINITIONS, SPLITS
 from omnium.games.models import Athlete, Fixture, Games, MedalEvent
-from omnium.pullapi import record_ids
 from omnium.pullapi.addresses import DOC_KEY_TEMPLATE, PUBLIC_PREFIX, PUBLIC_TEMPLATE, SHARED_PREFIX, own_prefix
-from omnium.pullapi.resolvers import PULL_DEFINITIONS, SPLITS
 
 SYSTEM_CLIENT = "pull cache"
 SHARED_DESTINATION = "shared files"

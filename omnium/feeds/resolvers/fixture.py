@@ -1,10 +1,10 @@
 """One fixture with its competitors (filter: its compact id): the calendar's per-fixture split,
 and /v1/fixtures/{id}."""
 
-from omnium.feeds.resolvers import rows
+from omnium.feeds import record_ids
+from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Fixture
-from omnium.pullapi import record_ids
 
 
 def resolve(games, filter: str) -> Resolved:
@@ -12,11 +12,11 @@ def resolve(games, filter: str) -> Resolved:
         fixture_id = record_ids.expand(filter)
     except ValueError:
         raise UnknownFile(f"{filter!r} is not a fixture id") from None
-    found = list(Fixture.objects.filter(games=games, pk=fixture_id).values(*rows.FIXTURE_FIELDS))
+    found = list(Fixture.objects.filter(games=games, pk=fixture_id).values(*fixture_rows.FIXTURE_FIELDS))
     if not found:
         raise UnknownFile(f"no fixture {filter} in {games.code}")
-    row = dict(found[0], competitors=rows.competitors_by_fixture([fixture_id]).get(fixture_id, []))
-    resolved = Resolved(data={"fixture": rows.fixture_document(row)})
+    row = dict(found[0], competitors=fixture_rows.competitors_by_fixture([fixture_id]).get(fixture_id, []))
+    resolved = Resolved(data={"fixture": fixture_rows.fixture_document(row)})
     resolved.depends_on("fixture", [fixture_id])
     resolved.saw_change(row["changed_at"])
     return resolved

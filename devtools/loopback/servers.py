@@ -14,9 +14,7 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,27 +26,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-LOOPBACK = "127.0.0.1"
+from devtools.processes import LOOPBACK, ManagedProcess, free_port, free_ports
+
 INSTALL_HINT = "run scripts/test-servers/install.sh first"
 VENV_BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
-
-
-def free_ports(count: int) -> list[int]:
-    # Held open together so the kernel cannot hand out the same port twice.
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind((LOOPBACK, 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def find_program(name: str, *places: Path) -> str:
@@ -61,44 +42,9 @@ def find_program(name: str, *places: Path) -> str:
     return found
 
 
-class ServerProcess:
-    """A server subprocess with its output in a log file, stopped on ``stop()``."""
-
-    def __init__(self, name: str, argv: list[str], workdir: Path):
-        self.name = name
-        self.log_path = workdir / f"{name}.log"
-        with open(self.log_path, "wb") as log:
-            self.popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def wait_until(self, ready, timeout: float = 20) -> None:
-        """Poll ``ready()`` until it returns True; fail with the log if the server died."""
-        ends = time.monotonic() + timeout
-        while time.monotonic() < ends:
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited {self.popen.returncode}:\n{self.log_tail()}")
-            try:
-                if ready():
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.name} not ready after {timeout} s:\n{self.log_tail()}")
-
-    def log_tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:]
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+def server_process(name: str, argv: list[str], workdir: Path) -> ManagedProcess:
+    """A server subprocess run from `workdir`, its output in `workdir/<name>.log`."""
+    return ManagedProcess(argv, name, log_dir=workdir, cwd=workdir)
 
 
 def greets_with(port: int, prefix: bytes) -> bool:
@@ -115,7 +61,7 @@ class S3Server:
     bucket: str
     access_key: str
     secret_key: str
-    process: ServerProcess
+    process: ManagedProcess
 
     def destination_config(self, prefix: str) -> dict:
         """An S3 destination's config aimed at this server, under `prefix`."""
@@ -140,7 +86,7 @@ def start_s3(workdir: Path) -> S3Server:
     }
     (workdir / "s3.json").write_text(json.dumps(identities))
     ports = dict(zip(WEED_PORTS, free_ports(len(WEED_PORTS)), strict=True))
-    process = ServerProcess("seaweedfs", _weed_argv(weed, workdir, ports, bucket), workdir)
+    process = server_process("seaweedfs", _weed_argv(weed, workdir, ports, bucket), workdir)
     server = S3Server(f"http://{LOOPBACK}:{ports['s3.port']}", bucket, access_key, secret_key, process)
     process.wait_until(lambda: _bucket_ready(server), timeout=30)
     return server
@@ -211,7 +157,7 @@ class SSHServer:
     host_key: str  # "ssh-ed25519 AAAA..." as a destination pins it
     client_key: str  # the private key (OpenSSH PEM) the test user logs in with
     root: Path  # the folder uploads go to
-    process: ServerProcess
+    process: ManagedProcess
 
     def destination_config(self, directory: str) -> dict:
         """An SFTP destination's config aimed at this server (host key pinned), into `directory`."""
@@ -260,7 +206,7 @@ def start_sshd(workdir: Path) -> SSHServer:
     (workdir / "sshd_config").write_text(_sshd_config(workdir, port, username))
     if os.geteuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation dir
-    process = ServerProcess("sshd", [sshd, "-D", "-e", "-f", str(workdir / "sshd_config")], workdir)
+    process = server_process("sshd", [sshd, "-D", "-e", "-f", str(workdir / "sshd_config")], workdir)
     process.wait_until(lambda: greets_with(port, b"SSH-2.0-"))
     return SSHServer(
         port, username, openssh_public_key(host_key), openssh_private_key(client_key), root, process
@@ -323,7 +269,7 @@ class FTPServer:
     username: str
     password: str
     root: Path
-    process: ServerProcess
+    process: ManagedProcess
     ca_cert: str | None = None  # set when the server speaks FTPS
 
     def destination_config(self, directory: str) -> dict:
@@ -345,7 +291,7 @@ def start_ftpd(workdir: Path, *, tls: bool = False) -> FTPServer:
     if tls:
         ca_cert = _write_self_signed(workdir)
         argv += ["--tls", "--keyfile", str(workdir / "tls.key"), "--certfile", str(workdir / "tls.crt")]
-    process = ServerProcess("ftpd-tls" if tls else "ftpd", argv, workdir)
+    process = server_process("ftpd-tls" if tls else "ftpd", argv, workdir)
     process.wait_until(lambda: greets_with(port, b"220"))
     return FTPServer(port, username, password, root, process, ca_cert)
 

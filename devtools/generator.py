@@ -8,12 +8,24 @@ Ids are UUID5 of (Games code, kind, number), so they are stable across runs of o
 import random
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
 
+from omnium.feeds.definitions import add_standard_definitions
+from omnium.feeds.models import FeedDefinition
 from omnium.games.models import (
-    Athlete, Competitor, Discipline, Entry, Fixture, Games, MedalEvent, MedalStanding, Noc, Sport, Team,
+    Athlete,
+    Competitor,
+    Discipline,
+    Entry,
+    Fixture,
+    Games,
+    MedalEvent,
+    MedalStanding,
+    Noc,
+    Sport,
+    Team,
 )
 
 ID_SPACE = uuid.UUID("5b0c9a58-6c1e-4f0e-9d55-0f1a2b3c4d5e")
@@ -201,7 +213,7 @@ class Generator:
             plan = self._plan(event, entries[event.pk])
             for number, (phase, contenders, is_final) in enumerate(plan):
                 day = min(self.scale.days - 1, first_day + (number * 3) // max(1, len(plan)) + (2 if is_final else 0))
-                starts_at = datetime.combine(self.starts_on + timedelta(days=day), datetime.min.time(), timezone.utc) \
+                starts_at = datetime.combine(self.starts_on + timedelta(days=day), datetime.min.time(), UTC) \
                     + timedelta(hours=1 + (index + number) % 12, minutes=15 * (number % 4))
                 fixture = Fixture(
                     id=self.ids("fixture", f"{event.pk}-{number}"), games=self.games, event=event, phase=phase,
@@ -229,12 +241,7 @@ class Generator:
         return plan + [("Final", [heat[0] for heat in heats] + entries[len(heats):8], True)]
 
     def _definitions(self) -> None:
-        from omnium.feeds.models import FeedDefinition
-        from omnium.feeds.resolvers import STANDARD_DEFINITIONS
-
-        FeedDefinition.objects.bulk_create(
-            FeedDefinition(games=self.games, feed_type=t, name=n, per_noc=p) for t, n, p in STANDARD_DEFINITIONS
-        )
+        add_standard_definitions(self.games)
 
 
 def delete_games(code: str) -> bool:
@@ -264,8 +271,6 @@ def delete_games(code: str) -> bool:
         "DELETE FROM games_sport WHERE games_id = %(id)s",
         "DELETE FROM games_games WHERE id = %(id)s",
     ]
-    from omnium.feeds.models import FeedDefinition
-
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in statements[:4]:
             cursor.execute(statement, {"id": games.pk, "prefix": f"{code}/%"})

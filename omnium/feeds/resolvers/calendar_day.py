@@ -1,9 +1,9 @@
 """One day of the calendar (filter: the date, YYYY-MM-DD, UTC as in the whole calendar)."""
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 from omnium.feeds.canonical import iso_date
-from omnium.feeds.resolvers import rows
+from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Fixture
 
@@ -19,9 +19,9 @@ def resolve(games, filter: str) -> Resolved:
     day = _day(filter)
     if not games.starts_on <= day <= games.ends_on:
         raise UnknownFile(f"{filter} is not a day of {games.code}")
-    start = datetime.combine(day, time.min, tzinfo=timezone.utc)
-    fixtures = rows.fixtures(games, starts_at__gte=start, starts_at__lt=start + timedelta(days=1))
-    resolved = Resolved(data={"date": iso_date(day), "fixtures": [rows.fixture_document(f) for f in fixtures]})
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    fixtures = fixture_rows.fixtures(games, starts_at__gte=start, starts_at__lt=start + timedelta(days=1))
+    resolved = Resolved(data={"date": iso_date(day), "fixtures": [fixture_rows.fixture_document(f) for f in fixtures]})
     resolved.depends_on("fixture", (f["id"] for f in fixtures))
     # A scheduled fixture of another day may be moved into this one, and a move names only
     # the fixture: so the day also depends on every fixture that can still move. Live and

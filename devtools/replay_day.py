@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from devtools.replay import plan_day, play
 from omnium.games.models import Games
-from omnium.games.replay import plan_day, play
 
 
 class Command(BaseCommand):

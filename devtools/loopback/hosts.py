@@ -8,8 +8,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from devtools.loopback.servers import LOOPBACK
 from omnium.transports.webhook import verify_signature
-from omnium.loopback.servers import LOOPBACK
 
 # --- webhook receiver ---------------------------------------------------------------------
 

@@ -6,10 +6,10 @@ cache keeps whichever version is newest.
 
 from django.db.models import Q
 
+from omnium.feeds import record_ids
 from omnium.feeds.canonical import decimal_text
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Athlete, Competitor, MedalAward
-from omnium.pullapi import record_ids
 
 
 def _athlete(filter: str) -> dict:

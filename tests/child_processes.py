@@ -4,12 +4,12 @@ import os
 
 from django.db import connection
 
-from omnium import localrun
+from devtools import processes
 
-LOG_DIR = localrun.ROOT / "var" / "test-logs"
+LOG_DIR = processes.ROOT / "var" / "test-logs"
 
 
-def test_environment(**overrides) -> dict:
+def child_environment(**overrides) -> dict:
     """The environment of a child process: same settings, but the test database."""
     db = connection.settings_dict
     env = dict(os.environ)
@@ -19,12 +19,12 @@ def test_environment(**overrides) -> dict:
 
 
 def start_worker(queues: list[str], name: str, concurrency: int = 2, **env_overrides):
-    return localrun.start_worker(queues, name, concurrency, test_environment(**env_overrides), LOG_DIR)
+    return processes.start_worker(queues, name, concurrency, child_environment(**env_overrides), LOG_DIR)
 
 
 def start_beat(name: str = "beat", **env_overrides):
-    return localrun.start_beat(name, test_environment(**env_overrides), LOG_DIR)
+    return processes.start_beat(name, child_environment(**env_overrides), LOG_DIR)
 
 
 def start_delivery_worker(name: str = "delivery", concurrency: int = 32, **env_overrides):
-    return localrun.start_delivery_worker(name, concurrency, test_environment(**env_overrides), LOG_DIR)
+    return processes.start_delivery_worker(name, concurrency, child_environment(**env_overrides), LOG_DIR)

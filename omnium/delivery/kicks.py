@@ -1,0 +1,39 @@
+"""Kicks: hints that a destination has owed work. Safe to send any number of times.
+
+A kick is a `drain_destination` message on the destination's own queue, sent by task name
+(`routing.DRAIN_DESTINATION`), so every module that kicks (fan-out, back-off, the control
+actions, the sender itself) depends on this small module and not on the task module that
+imports them all. A lost kick costs only time: the sweeper re-kicks from PostgreSQL.
+"""
+
+import logging
+
+from celery import current_app
+
+from omnium.routing import DRAIN_DESTINATION, delivery_queue
+
+log = logging.getLogger(__name__)
+
+
+def kick(destination_id: int, countdown: float = 0) -> None:
+    """Hint the destination's sender that it has owed work."""
+    try:
+        current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=delivery_queue(destination_id),
+                              countdown=countdown)
+    except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
+        log.warning("could not kick destination %s", destination_id, exc_info=True)
+
+
+def kick_all(destination_ids) -> None:
+    """Kick many destinations through one broker connection, in one pipelined batch.
+
+    A version owed to 500 destinations is 500 messages. Taking a pooled connection for each
+    cost about 3 ms; and one round trip each cost a builder about 10 ms a kick under load
+    (0.2 s for 20 destinations, after every version, before it could build the next file)."""
+    try:
+        with current_app.producer_or_acquire() as producer, producer.batch():
+            for destination_id in destination_ids:
+                current_app.send_task(DRAIN_DESTINATION, args=[destination_id],
+                                      queue=delivery_queue(destination_id), producer=producer)
+    except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
+        log.warning("could not kick %d destinations", len(destination_ids), exc_info=True)

@@ -1,0 +1,19 @@
+"""One entry of the Redis pull cache, as its writers and its readers both know it.
+
+A hash per file: ``v`` (the version), ``etag`` and ``gz`` (the gzipped body). Written by the
+Redis destinations (omnium.transports.redis) and by the pull API when it fills a gap from
+PostgreSQL (omnium.pullapi.read_path); read by the pull API. Django-free.
+"""
+
+# Write-if-newer in one step: a zombie sender or a late retry holding an older version
+# can never replace a newer one (ARCHITECTURE rule 4). Returns {1, v} when stored and
+# {0, current} when a version at least as new is already there.
+WRITE_IF_NEWER = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'v'))
+local offered = tonumber(ARGV[1])
+if current and current >= offered then
+  return {0, current}
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'etag', ARGV[2], 'gz', ARGV[3])
+return {1, offered}
+"""
