@@ -220,8 +220,10 @@ class Deadline:
     trips them. Inside ``with Deadline(...)``, every socket the thread opens is tracked; a
     watchdog timer shuts them all down when the time is up, which wakes the blocked library
     call (paramiko's reader thread too: it sees end-of-file and ends the session). Leaving
-    the block then turns whatever the library raised into a transient
-    ``TransportError("deadline exceeded after N s")``.
+    the block after the deadline fired raises a transient
+    ``TransportError("deadline exceeded after N s")``, whether the library raised or
+    returned: a cut socket reads as a clean end of stream, so an HTTP client that had the
+    status line "200 OK" takes the cut for the end of the reply and returns success.
     """
 
     def __init__(self, seconds: float, *, sockets: SocketSet | None = None):
@@ -244,7 +246,7 @@ class Deadline:
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._timer.cancel()
         _CURRENT_DEADLINE.reset(self._token)
-        if exc is not None and self.expired:
+        if self.expired:
             raise self.exceeded() from exc
         return False
 
@@ -289,7 +291,8 @@ class Transport:
         of one. Returns a ``Receipt`` once the destination has confirmed it. Raises
         ``TransportError`` for every failure, with ``permanent`` set as documented there;
         nothing else escapes. The whole send, connect included, ends within
-        ``config["send_timeout"]`` seconds (plus a moment to unwind). Sending the same
+        ``config["send_timeout"]`` seconds (plus a moment to unwind); once that deadline
+        has fired the send fails (transient), whatever ``push`` returned. Sending the same
         version twice is harmless.
 
     ``config_schema`` / ``credentials_schema``

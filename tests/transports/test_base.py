@@ -12,6 +12,7 @@ from devtools.loopback.hosts import SilentHost
 from devtools.loopback.servers import LOOPBACK
 from omnium.transports.base import (
     Deadline,
+    Receipt,
     Setting,
     Transport,
     TransportError,
@@ -91,6 +92,22 @@ def test_no_new_socket_after_the_deadline():
     with pytest.raises(TransportError, match="deadline exceeded"), Deadline(0.05):
         time.sleep(0.1)
         socket.socket()
+
+
+def test_a_send_whose_deadline_fired_fails_even_when_the_library_returned():
+    class ReturnsAfterTheCut(Transport):
+        kind = "late"
+
+        def push(self, file, deadline):
+            time.sleep(0.8)  # a library that took the cut for a clean end of the reply
+            return Receipt("200 sha256:of-an-empty-reply")
+
+    late = ReturnsAfterTheCut({"send_timeout": 0.5}, {})
+
+    with pytest.raises(TransportError, match="deadline exceeded after 0.5 s") as failure:
+        late.send(b"{}", "a.json", content_type="application/json", version=1, etag="e")
+
+    assert not failure.value.permanent
 
 
 def test_unexpected_error_becomes_transient():
