@@ -148,12 +148,85 @@ class TricklingHost(MisbehavingHost):
     succeeds, so no per-read timeout ever fires."""
 
     def serve(self, conn: socket.socket) -> None:
-        pattern = b"220-omnium trickle "
-        sent = 0
-        while not self.stopped.is_set():
-            try:
-                conn.sendall(pattern[sent % len(pattern) :][:1])
-            except OSError:
+        _trickle(conn, b"220-omnium trickle ", self.stopped)
+
+
+class AnswerThenTrickleHost(MisbehavingHost):
+    """Sends a valid first line (an HTTP status line, an FTP or SSH greeting, a Redis reply),
+    then one byte a second of a line that never ends. A client that takes the cut at its
+    deadline for the end of the reply would report a success that never happened.
+
+    ``after_request``: wait for the client to speak first (HTTP, Redis), as a server would.
+    The host reads and drops all the client sends, so an upload never blocks on it."""
+
+    def __init__(self, first_line: bytes, *, after_request: bool):
+        self.first_line = first_line
+        self.after_request = after_request
+        super().__init__()
+
+    def serve(self, conn: socket.socket) -> None:
+        spoke = threading.Event()
+        threading.Thread(target=_drop_what_arrives, args=(conn, spoke), daemon=True).start()
+        while self.after_request and not spoke.wait(0.05):
+            if self.stopped.is_set():
                 return
-            sent += 1
-            self.stopped.wait(1.0)
+        try:
+            conn.sendall(self.first_line)
+        except OSError:
+            return
+        _trickle(conn, b"x-omnium-trickle: ", self.stopped)
+
+
+class ScriptedReplyHost(MisbehavingHost):
+    """Reads one whole HTTP request, writes ``reply`` byte for byte (whole, or cut short) and
+    closes the connection."""
+
+    def __init__(self, reply: bytes):
+        self.reply = reply
+        super().__init__()
+
+    def serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                _read_http_request(conn)
+                conn.sendall(self.reply)
+                conn.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+
+def _drop_what_arrives(conn: socket.socket, spoke: threading.Event) -> None:
+    try:
+        while conn.recv(65536):
+            spoke.set()
+    except OSError:
+        pass
+
+
+def _trickle(conn: socket.socket, pattern: bytes, stopped: threading.Event) -> None:
+    sent = 0
+    while not stopped.is_set():
+        try:
+            conn.sendall(pattern[sent % len(pattern) :][:1])
+        except OSError:
+            return
+        sent += 1
+        stopped.wait(1.0)
+
+
+def _read_http_request(conn: socket.socket) -> None:
+    """Read up to the end of the request's body (its Content-Length)."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lengths = [line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+    remaining = int(lengths[0]) - len(body) if lengths else 0
+    while remaining > 0:
+        chunk = conn.recv(min(remaining, 65536))
+        if not chunk:
+            return
+        remaining -= len(chunk)

@@ -80,6 +80,10 @@ class S3Transport(Transport):
             raise TransportError(f"S3 request invalid: {exc}", permanent=True) from exc
         except BotoCoreError as exc:
             raise TransportError(f"S3 unreachable: {exc}") from exc
+        if not reply.get("ETag"):
+            # Every S3 server answers a stored PUT with the ETag of what it holds; a 200
+            # without one is a reply that was cut short, not a receipt.
+            raise TransportError("S3 reply carried no ETag: not a receipt")
         return Receipt(_receipt_text(reply), remote_bytes=len(file.body))
 
     def close(self) -> None:

@@ -13,10 +13,14 @@ from collections.abc import Mapping
 import requests
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+from .http_replies import whole_replies_session
 
 SECRET_PREFIX = "whsec_"
 RETRY_AFTER_BOUNDS = (1.0, 300.0)
 RECEIPT_READ_LIMIT = 1 << 20  # a receipt digests the reply; a huge reply is not our business
+# Reply headers by which a receiver names what it took; the receipt keeps them.
+RECEIPT_HEADERS = ("x-request-id", "request-id", "x-correlation-id", "etag", "location")
+RECEIPT_VALUE_LIMIT = 100
 
 
 def secret_bytes(secret: str) -> bytes:
@@ -77,7 +81,7 @@ class WebhookTransport(Transport):
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
-        self._session = requests.Session()
+        self._session = whole_replies_session()
         # Proxies and .netrc from the environment would change where signed feeds go.
         self._session.trust_env = False
 
@@ -94,12 +98,11 @@ class WebhookTransport(Transport):
             with reply:
                 if not 200 <= reply.status_code < 300:
                     raise _refusal(reply)
-                digest = _digest(reply)
+                return _receipt(reply)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
             raise TransportError(f"webhook url unusable: {exc}", permanent=True) from exc
         except requests.RequestException as exc:
             raise TransportError(f"webhook unreachable: {exc}") from exc
-        return Receipt(f"{reply.status_code} sha256:{digest}")
 
     def close(self) -> None:
         self._session.close()
@@ -117,14 +120,34 @@ class WebhookTransport(Transport):
         }
 
 
-def _digest(reply: requests.Response) -> str:
+def _receipt(reply: requests.Response) -> Receipt:
+    """What the receiver said: its status, the headers that name what it took, and a digest
+    of its reply body when there is one (a digest of nothing would prove nothing)."""
+    parts = [_printable(f"{reply.status_code} {reply.reason or ''}".strip())]
+    parts += [f"{name}={_printable(reply.headers[name])}" for name in RECEIPT_HEADERS if reply.headers.get(name)]
+    size, digest = _read_reply_body(reply)
+    parts.append(f"body {size} bytes sha256:{digest}" if size else "empty body")
+    return Receipt("; ".join(parts))
+
+
+def _read_reply_body(reply: requests.Response) -> tuple[int, str]:
+    """The size and sha256 of the reply body, both of at most its first RECEIPT_READ_LIMIT bytes.
+    Reading it to its end is also what makes a body shorter than its Content-Length fail."""
     digest, seen = hashlib.sha256(), 0
     for chunk in reply.iter_content(64 * 1024):
-        digest.update(chunk[: RECEIPT_READ_LIMIT - seen])
+        chunk = chunk[: RECEIPT_READ_LIMIT - seen]
+        digest.update(chunk)
         seen += len(chunk)
         if seen >= RECEIPT_READ_LIMIT:
             break
-    return digest.hexdigest()
+    return seen, digest.hexdigest()
+
+
+def _printable(text: str) -> str:
+    # The receipt is shown on status screens: no control characters, no ";" that would
+    # pass for a part of its own, and nothing long.
+    kept = "".join(char for char in text if " " <= char <= "~" and char != ";")
+    return kept[:RECEIPT_VALUE_LIMIT]
 
 
 def _refusal(reply: requests.Response) -> TransportError:

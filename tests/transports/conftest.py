@@ -71,6 +71,14 @@ def trickling_host():
 
 
 @pytest.fixture
+def answering_trickler(kit):
+    """A host that says the first line a server of ``kit``'s kind would, then trickles."""
+    host = hosts.AnswerThenTrickleHost(kit.first_line, after_request=kit.after_request)
+    yield host
+    host.stop()
+
+
+@pytest.fixture
 def s3_kit(s3_server):
     yield from _kit(S3Kit(s3_server))
 

@@ -84,6 +84,17 @@ def test_trickling_host_fails_transient_within_deadline(kit, trickling_host):
     assert elapsed < SEND_TIMEOUT + SLACK
 
 
+def test_host_that_answers_then_trickles_fails_transient_within_deadline(kit, answering_trickler):
+    # An HTTP client cut by the deadline after "200 OK" takes the cut for the end of the
+    # reply: only the deadline itself can tell that this send did not land.
+    transport = kit.transport(**kit.aimed_at(answering_trickler.port), **QUICK)
+
+    failure, elapsed = _timed_failure(kit, transport)
+
+    assert not failure.permanent, str(failure)
+    assert elapsed < SEND_TIMEOUT + SLACK
+
+
 def test_readers_never_see_a_partial_file(kit):
     transport, path = kit.transport(), feed_path()
     first, second = os.urandom(6_000_000), os.urandom(6_000_000)

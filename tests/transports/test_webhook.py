@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import time
 
 import pytest
 
+from omnium.loopback.hosts import ScriptedReplyHost
 from omnium.transports import TransportError
 from omnium.transports.webhook import retry_after, sign, verify_signature
 
@@ -71,6 +73,48 @@ def test_reply_status_decides_permanent_or_transient(
 
     assert failure.value.permanent is permanent
     assert failure.value.retry_after == waits
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/pl",
+        b"HTTP/1.1 204 No Content\r\nX-Request-Id: req-",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly 19 bytes of it",
+    ],
+    ids=["after-status-line", "inside-a-header", "no-content-cut", "short-body"],
+)
+def test_reply_that_ends_early_is_a_transient_failure(webhook_kit, reply):
+    host = ScriptedReplyHost(reply)
+    try:
+        with pytest.raises(TransportError) as failure:
+            webhook_kit.send(webhook_kit.transport(**webhook_kit.aimed_at(host.port)), b"{}", feed_path())
+    finally:
+        host.stop()
+
+    assert not failure.value.permanent, str(failure.value)
+
+
+@pytest.mark.parametrize(
+    ("reply", "receipt"),
+    [
+        (b"HTTP/1.1 202 Accepted\r\nX-Request-Id: req-7\r\nETag: \"v9\"\r\nContent-Length: 0\r\n\r\n",
+         '202 Accepted; x-request-id=req-7; etag="v9"; empty body'),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", "204 No Content; empty body"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+         "200 OK; body 2 bytes sha256:" + hashlib.sha256(b"ok").hexdigest()),
+    ],
+    ids=["request-id-and-etag", "no-content", "a-body"],
+)
+def test_receipt_records_what_the_receiver_said(webhook_kit, reply, receipt):
+    host = ScriptedReplyHost(reply)
+    try:
+        got = webhook_kit.send(webhook_kit.transport(**webhook_kit.aimed_at(host.port)), b"{}", feed_path())
+    finally:
+        host.stop()
+
+    assert got.text == receipt
 
 
 def test_retry_after_reads_an_http_date():

@@ -1,0 +1,86 @@
+"""An HTTP session whose replies count only when their headers arrived whole.
+
+http.client reads header lines until a blank line *or the end of the stream*. A reply cut
+after its status line (a deadline, a reset, a proxy giving up) therefore reads as a complete
+"200 OK" with no headers and, lacking a Content-Length, an empty body read to the end of the
+stream. A push must never take that for a receipt, so the sessions made here raise instead.
+(A body shorter than its declared Content-Length is already refused by urllib3, which
+enforces the length by default.)
+"""
+
+from __future__ import annotations
+
+import http.client
+
+import requests
+import requests.adapters
+import urllib3.connection
+import urllib3.connectionpool
+
+
+class HeadersCut(http.client.HTTPException):
+    """The reply ended before the blank line that ends its headers."""
+
+
+class _LastLineSeen:
+    """Wraps a reply stream and remembers the last line read from it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.last_line: bytes | None = None
+
+    def readline(self, limit: int = -1) -> bytes:
+        self.last_line = self._stream.readline(limit)
+        return self.last_line
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class WholeHeadersResponse(http.client.HTTPResponse):
+    """An http.client reply that raises ``HeadersCut`` when its headers were ended by the end
+    of the stream rather than by a blank line."""
+
+    def begin(self) -> None:
+        if self.headers is not None:
+            return
+        stream = self.fp
+        self.fp = watched = _LastLineSeen(stream)
+        try:
+            super().begin()
+        finally:
+            self.fp = stream
+        # The header loop stops at a blank line, or at b"" when the stream ended.
+        if watched.last_line not in (b"\r\n", b"\n"):
+            raise HeadersCut(f"the reply ended before its headers did (after status {self.status})")
+
+
+class _Connection(urllib3.connection.HTTPConnection):
+    response_class = WholeHeadersResponse
+
+
+class _TLSConnection(urllib3.connection.HTTPSConnection):
+    response_class = WholeHeadersResponse
+
+
+class _Pool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TLSPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _TLSConnection
+
+
+class _WholeRepliesAdapter(requests.adapters.HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
+
+def whole_replies_session() -> requests.Session:
+    """A requests session that raises ``requests.ConnectionError`` (caused by ``HeadersCut``)
+    for a reply whose headers were cut."""
+    session = requests.Session()
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, _WholeRepliesAdapter())
+    return session
