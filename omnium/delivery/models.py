@@ -24,8 +24,10 @@ class DeliveryState(models.Model):
     wanted_at = models.DateTimeField(null=True, blank=True)  # since when this file has been owed (behind)
     force_resend = models.BooleanField(default=False)  # the subscription's timer is due
     sent_seq = models.BigIntegerField(default=0)
-    sent_hash = models.BinaryField(max_length=32, null=True)
+    sent_hash = models.BinaryField(max_length=32, null=True)  # the content hash (body without built_at)
     sent_bytes = models.PositiveIntegerField(null=True)
+    # sha256 of the exact bytes pushed (after the transform): what the client holds.
+    sent_bytes_sha256 = models.BinaryField(max_length=32, null=True)
     receipt = models.TextField(blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     age_ms = models.PositiveIntegerField(null=True, help_text="From the file's changed_at to the confirmed send.")

@@ -6,6 +6,7 @@ it through the destination's transport under the hard deadline, and records the 
 statement that only moves `sent_seq` forward. A failure backs off this destination only.
 """
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -239,6 +240,7 @@ RECORD_PROOF = """
 WITH proof AS (
 UPDATE delivery_state SET
     sent_seq = GREATEST(sent_seq, %(seq)s), sent_hash = %(hash)s, sent_bytes = %(bytes)s,
+    sent_bytes_sha256 = %(bytes_sha256)s,
     receipt = %(receipt)s, sent_path = %(path)s, sent_at = clock_timestamp(),
     age_ms = GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - %(changed_at)s) * 1000)::int,
     force_resend = false, last_error = '', last_attempt_at = clock_timestamp()
@@ -257,7 +259,8 @@ def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path
     with connection.cursor() as cursor:
         cursor.execute(RECORD_PROOF, {
             "id": owed.state_id, "destination": destination.pk, "seq": document.seq, "hash": document.content_hash,
-            "bytes": len(rendered.body), "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
+            "bytes": len(rendered.body), "bytes_sha256": hashlib.sha256(rendered.body).digest(),
+            "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
         })
         row = cursor.fetchone()
     return row[0] if row else None
