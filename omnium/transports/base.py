@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import posixpath
+import re
 import secrets
 import socket
 import sys
@@ -157,6 +158,15 @@ def temporary_name(final: str) -> str:
     folder listings that skip dot files never see the file while it grows."""
     folder, name = posixpath.split(final)
     return posixpath.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+
+
+_TEMPORARY_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
+
+
+def is_temporary_name(name: str) -> bool:
+    """True when the file name ``name`` has the shape ``temporary_name`` gives: the only
+    files a clean-up of ours may ever remove from a folder we do not own."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 # --- the hard deadline --------------------------------------------------------------------

@@ -7,6 +7,7 @@ import ftplib
 import io
 import posixpath
 import ssl
+from datetime import datetime, timezone
 
 from .base import (
     TIMEOUT_SETTINGS,
@@ -19,6 +20,7 @@ from .base import (
     join_remote,
     temporary_name,
 )
+from .stale_temporaries import StaleTemporaries
 
 
 def _pem_problem(value: str) -> str | None:
@@ -43,11 +45,18 @@ class FTPTransport(Transport):
     }
     credentials_schema = {"password": Setting(str, default="")}
 
+    def __init__(self, config: dict, credentials: dict):
+        super().__init__(config, credentials)
+        self._stale = StaleTemporaries(self.config["send_timeout"])
+
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         final = join_remote(self.config["directory"], file.path)
         ftp = self._connect(deadline)
         delivered = False
         try:
+            folder = posixpath.dirname(final)
+            if self._stale.due(folder):
+                _remove_stale_temporaries(ftp, folder, self._stale)
             size = _put_in_place(ftp, file.body, final)
             delivered = True
         except ftplib.all_errors as exc:
@@ -117,10 +126,29 @@ def _store(ftp: ftplib.FTP, body: bytes, temporary: str) -> int:
     return size
 
 
+def _remove_stale_temporaries(ftp: ftplib.FTP, folder: str, stale: StaleTemporaries) -> None:
+    """Delete our temporary files in ``folder`` that cut or killed sends left behind. A file
+    whose age the server does not tell is left alone."""
+    try:
+        listing = ftp.mlsd(folder, facts=["modify"])
+        entries = [(name, _modified(facts["modify"])) for name, facts in listing if "modify" in facts]
+    except (ftplib.error_perm, ftplib.error_temp, ValueError):
+        return  # a server without MLSD, a folder the upload has yet to make, an odd time stamp
+    for name in stale.stale(entries):
+        # Another sender's clean-up may have got there first; the upload must go on.
+        with contextlib.suppress(ftplib.error_perm, ftplib.error_temp):
+            ftp.delete(posixpath.join(folder, name))
+
+
+def _modified(stamp: str) -> float:
+    """An MLSD "modify" fact (YYYYMMDDHHMMSS[.sss], UTC) in epoch seconds."""
+    return datetime.strptime(stamp[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+
+
 def _discard(ftp: ftplib.FTP, temporary: str) -> None:
     """Delete a failed upload's temporary file, if the session still works. (When the
-    connection is what failed, the hidden file stays; each try uses a new random name so
-    that two senders can never write into the same one.)"""
+    connection is what failed, the hidden file stays until a later connection finds it stale;
+    each try uses a new random name so that two senders can never write into the same one.)"""
     with contextlib.suppress(Exception):
         ftp.delete(temporary)
 

@@ -23,6 +23,7 @@ from .base import (
     join_remote,
     temporary_name,
 )
+from .stale_temporaries import StaleTemporaries
 
 KEY_CLASSES = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey)
 
@@ -79,6 +80,7 @@ class SFTPTransport(Transport):
         # The SSH session stays open between sends: a handshake (key exchange, host key check,
         # login) costs more than uploading a 3 MB file on loopback, on both sides.
         self._session: tuple[paramiko.SSHClient, paramiko.SFTPClient] | None = None
+        self._stale = StaleTemporaries(self.config["send_timeout"])
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         final = join_remote(self.config["directory"], file.path)
@@ -104,6 +106,9 @@ class SFTPTransport(Transport):
 
     def _put(self, body: bytes, final: str, deadline: Deadline) -> Receipt:
         sftp = self._open_session(deadline)
+        folder = posixpath.dirname(final)
+        if self._stale.due(folder):
+            _remove_stale_temporaries(sftp, folder, self._stale)
         _put_in_place(sftp, body, final)
         size = sftp.stat(final).st_size
         return Receipt(f"size={size} path={final}", remote_bytes=size)
@@ -224,10 +229,22 @@ def _replace(sftp: paramiko.SFTPClient, temporary: str, final: str) -> None:
         sftp.rename(temporary, final)
 
 
+def _remove_stale_temporaries(sftp: paramiko.SFTPClient, folder: str, stale: StaleTemporaries) -> None:
+    """Remove our temporary files in ``folder`` that cut or killed sends left behind."""
+    try:
+        entries = sftp.listdir_attr(folder or ".")
+    except (FileNotFoundError, PermissionError):
+        return  # a folder the upload has yet to make, or one we may not list
+    for name in stale.stale((entry.filename, entry.st_mtime or 0) for entry in entries):
+        # Another sender's clean-up may have got there first; the upload must go on.
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            sftp.remove(posixpath.join(folder, name))
+
+
 def _discard(sftp: paramiko.SFTPClient, temporary: str) -> None:
     """Remove a failed upload's temporary file, if the session still works. (When the
-    connection is what failed, the hidden file stays; each try uses a new random name so
-    that two senders can never write into the same one.)"""
+    connection is what failed, the hidden file stays until a later connection finds it stale;
+    each try uses a new random name so that two senders can never write into the same one.)"""
     with contextlib.suppress(Exception):
         sftp.remove(temporary)
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import itertools
+import os
 import re
+import threading
 import time
 import uuid
+from pathlib import Path
 
 import boto3
 import redis as redis_client
@@ -17,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from devtools.loopback.hosts import WebhookReceiver
 from devtools.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
-from omnium.transports.base import Transport
+from omnium.transports.base import Transport, TransportError
 from omnium.transports.registry import TRANSPORTS
 
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -244,3 +247,71 @@ def _read_file(path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+
+
+def cut_mid_upload(kit: Kit, root: Path, path: str) -> Path:
+    """Start sending a large file to ``path`` (below the server's ``root``), cut the send
+    once its temporary file is growing, and return that file, which the cut left behind."""
+    transport, failures = kit.transport(), []
+
+    def send():
+        try:
+            kit.send(transport, os.urandom(60_000_000), path)
+        except TransportError as failure:
+            failures.append(failure)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    temporary = _growing_temporary_file(root / path)
+    transport.cut()
+    sender.join(10)
+    assert failures and temporary.exists(), "the cut send failed and left its temporary file"
+    _wait_until_still(temporary)
+    return temporary
+
+
+def _wait_until_still(file: Path, quiet: float = 0.3) -> None:
+    """Wait until the server has written the last of what it had received to ``file`` (sshd's
+    sftp-server goes on writing queued data for a moment after the connection is cut)."""
+    ends, last = time.monotonic() + 10, None
+    while time.monotonic() < ends:
+        seen = file.stat().st_size, file.stat().st_mtime_ns
+        if seen == last:
+            return
+        last = seen
+        time.sleep(quiet)
+    raise AssertionError(f"{file} kept changing")
+
+
+def _growing_temporary_file(final: Path) -> Path:
+    ends = time.monotonic() + 10
+    while time.monotonic() < ends:
+        growing = [p for p in final.parent.glob(f".{final.name}.*.tmp") if p.stat().st_size > 0]
+        if growing:
+            return growing[0]
+        time.sleep(0.002)
+    raise AssertionError("the upload never started")
+
+
+def leftovers_beside(final: Path) -> dict[str, Path]:
+    """Files beside ``final`` that a clean-up must keep, each an hour old but for the upload
+    in progress: names close to our temporary pattern, and a temporary file of ours that is
+    younger than the deadline (another sender's upload in progress)."""
+    names = {
+        "foreign dot file": f".{final.name}.swp",
+        "foreign tmp": f"{final.name}.tmp",
+        "almost ours": f".{final.name}.{'g' * 12}.tmp",
+        "upload in progress": f".{final.name}.{'a' * 12}.tmp",
+    }
+    files = {what: final.parent / name for what, name in names.items()}
+    for what, file in files.items():
+        file.write_bytes(b"not ours to remove")
+        if what != "upload in progress":
+            age_by_an_hour(file)
+    return files
+
+
+def age_by_an_hour(file: Path) -> None:
+    """Make ``file`` look as if written an hour ago: long past any send's deadline."""
+    an_hour_ago = time.time() - 3600
+    os.utime(file, (an_hour_ago, an_hour_ago))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import socket
 import threading
 import time
@@ -16,7 +17,9 @@ from omnium.transports.base import (
     Setting,
     Transport,
     TransportError,
+    is_temporary_name,
     join_remote,
+    temporary_name,
     validate,
 )
 from omnium.transports.registry import TRANSPORTS, choices
@@ -72,6 +75,15 @@ def test_unsafe_feed_paths_are_refused(path):
 def test_feed_path_goes_below_the_base():
     assert join_remote("/srv/feeds", "games/medals.json") == "/srv/feeds/games/medals.json"
     assert join_remote("", "medals.json") == "medals.json"
+
+
+def test_only_names_of_our_temporary_shape_count_as_ours():
+    ours = posixpath.basename(temporary_name("games/x/medals.json"))
+    others = ["medals.json", ".medals.json.swp", "medals.json.tmp", ".medals.json.tmp",
+              f".medals.json.{'g' * 12}.tmp", ".medals.json.abc.tmp", f"medals.json.{'a' * 12}.tmp"]
+
+    assert is_temporary_name(ours)
+    assert not any(is_temporary_name(name) for name in others)
 
 
 def test_deadline_cuts_a_blocked_read():

@@ -6,7 +6,7 @@ import pytest
 
 from omnium.transports import TransportError
 
-from .kits import FTPKit, feed_path
+from .kits import FTPKit, age_by_an_hour, cut_mid_upload, feed_path, leftovers_beside
 
 pytestmark = pytest.mark.servers
 
@@ -39,3 +39,17 @@ def test_upload_leaves_only_the_final_file(ftp_kit, ftp_server):
 
     folder = (ftp_server.root / path).parent
     assert [entry.name for entry in folder.iterdir()] == ["medals.json"]
+
+
+def test_next_connection_removes_the_temporary_file_a_cut_send_left(ftp_kit, ftp_server):
+    path = feed_path()
+    final = ftp_server.root / path
+    left_by_the_cut = cut_mid_upload(ftp_kit, ftp_server.root, path)
+    age_by_an_hour(left_by_the_cut)  # long past the send deadline: that send has surely ended
+    kept = leftovers_beside(final)
+
+    ftp_kit.send(ftp_kit.transport(), b'{"n": 2}', path)  # a new transport: the next connection
+
+    assert not left_by_the_cut.exists()
+    assert sorted(p.name for p in final.parent.iterdir()) == sorted(["medals.json", *(f.name for f in kept.values())])
+    assert final.read_bytes() == b'{"n": 2}'

@@ -12,7 +12,7 @@ import pytest
 from devtools.loopback.servers import freeze, other_host_keys, thaw
 from omnium.transports import TransportError
 
-from .kits import feed_path
+from .kits import age_by_an_hour, cut_mid_upload, feed_path, leftovers_beside
 
 SEND_TIMEOUT = 3.0
 SLACK = 2.0
@@ -115,3 +115,17 @@ def _wait_for_temporary_file(final):
             return growing[0]
         time.sleep(0.002)
     raise AssertionError("the upload never started")
+
+
+def test_next_connection_removes_the_temporary_file_a_cut_send_left(sftp_kit, sftp_server):
+    path = feed_path()
+    final = sftp_server.root / path
+    left_by_the_cut = cut_mid_upload(sftp_kit, sftp_server.root, path)
+    age_by_an_hour(left_by_the_cut)  # long past the send deadline: that send has surely ended
+    kept = leftovers_beside(final)
+
+    sftp_kit.send(sftp_kit.transport(), b'{"n": 2}', path)  # a new transport: the next connection
+
+    assert not left_by_the_cut.exists()
+    assert sorted(p.name for p in final.parent.iterdir()) == sorted(["medals.json", *(f.name for f in kept.values())])
+    assert final.read_bytes() == b'{"n": 2}'
