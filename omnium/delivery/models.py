@@ -75,7 +75,11 @@ class DeliveryAttempt(models.Model):
     permanent = models.BooleanField(default=False)
 
     class Meta:
-        indexes = [models.Index(fields=["destination", "-started_at"]), models.Index(fields=["started_at"])]
+        indexes = [
+            models.Index(fields=["destination", "-started_at"]), models.Index(fields=["started_at"]),
+            # The sweeper looks for attempts without an outcome every few seconds.
+            models.Index(fields=["started_at"], name="delivery_attempt_unfinished", condition=Q(ok__isnull=True)),
+        ]
 
 
 class SenderState(models.Model):

@@ -9,10 +9,11 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from omnium.conf import omnium_setting
-from omnium.delivery import behind_alert, queues, sender
+from omnium.delivery import behind_alert, health, queues, sender
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryAttempt
 from omnium.redis_client import redis_client
+from omnium.transports.base import TIMEOUT_SETTINGS
 
 
 @shared_task
@@ -50,10 +51,36 @@ WHERE s.id = ds.subscription_id AND s.active AND s.schedule_seconds > 0 AND NOT 
 """
 
 
+# An attempt still without an outcome once its deadline and the lease margin have passed
+# belongs to a sender that died mid-send: no live send can still be running it (the deadline
+# ends every send, and the lease has let another sender in).
+CLOSE_ABANDONED_ATTEMPTS = """
+UPDATE delivery_deliveryattempt a SET ok = false, permanent = false, error_class = 'SenderLost',
+    error = 'no outcome recorded: the sender stopped mid-send (its worker died or was killed)'
+FROM clients_destination d
+WHERE d.id = a.destination_id AND a.ok IS NULL
+  AND a.started_at < clock_timestamp() - (COALESCE(NULLIF(d.config->>'send_timeout', '')::float, %(default)s)
+                                          + %(margin)s) * interval '1 second'
+RETURNING a.destination_id, a.doc_key, a.seq
+"""
+
+
+def close_abandoned_attempts() -> int:
+    """Record as failed the attempts whose sender died before their outcome; returns how many."""
+    with connection.cursor() as cursor:
+        cursor.execute(CLOSE_ABANDONED_ATTEMPTS, {"default": TIMEOUT_SETTINGS["send_timeout"].default,
+                                                  "margin": omnium_setting("DELIVERY_LEASE_MARGIN_S")})
+        closed = cursor.fetchall()
+    for destination_id, doc_key, seq in closed:
+        health.record_event("attempt_abandoned", destination_id, doc_key=doc_key, seq=seq)
+    return len(closed)
+
+
 @shared_task
 def sweep_deliveries() -> dict:
     """The backstop (beat): timers due, destinations with owed work and no live sender,
-    destinations behind, and every destination queue announced to the delivery workers."""
+    destinations behind, attempts their dead senders never finished, and every destination
+    queue announced to the delivery workers."""
     with connection.cursor() as cursor:
         cursor.execute(TIMERS_DUE)
         timers = cursor.rowcount
@@ -64,7 +91,8 @@ def sweep_deliveries() -> dict:
     for destination_id in kicked:
         kick(destination_id)
     behind = behind_alert.check_behind()
-    return {"kicked": len(kicked), "timers_due": timers, "behind": behind}
+    abandoned = close_abandoned_attempts()
+    return {"kicked": len(kicked), "timers_due": timers, "behind": behind, "abandoned_attempts": abandoned}
 
 
 def _first_rekick_in_a_while(destination_id: int) -> bool:
