@@ -6,7 +6,6 @@ opens one alert for the destination; the next success resolves it.
 """
 
 import random
-import time
 from datetime import timedelta
 from enum import StrEnum
 
@@ -71,7 +70,7 @@ def failed(destination, error: str, retry_after: float | None = None) -> float:
 
 
 def recovered(destination) -> None:
-    """The first success after failures (the sender's proof statement reset the count)."""
-    health.publish_status(destination.pk, health.Status.RUNNING, last_success=time.time())
+    """The first success after failures (the sender's proof statement reset the count, and
+    the sender published the status)."""
     if resolve_alert("destination_failing", f"destination:{destination.pk}"):
         health.record_event("alert_resolved", destination.pk, alert="destination_failing")

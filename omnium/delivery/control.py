@@ -40,9 +40,21 @@ def pause(destination_id: int, reason: str, by=None) -> None:
 def resume(destination_id: int, by=None) -> None:
     SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(
         paused=False, paused_reason="", paused_by=None, paused_at=None)
+    _publish_status_after_resume(destination_id)
     health.record_event("resumed", destination_id, by=str(by or ""))
     publish("resume", destination_id)
     kick(destination_id)
+
+
+def _publish_status_after_resume(destination_id: int) -> None:
+    """The status the destination really has once unpaused: running, or backing off / failing
+    with its consecutive failures, as the sender would publish it."""
+    state = SenderState.objects.select_related("destination").get(pk=destination_id)
+    failures = state.consecutive_failures
+    waits = (state.retry_at - timezone.now()).total_seconds() if state.retry_at else 0.0
+    health.publish_status(destination_id, health.status_of(False, failures, state.destination.fast_retries),
+                          errors=failures, backoff_s=max(0.0, waits),
+                          last_success=state.last_success_at.timestamp() if state.last_success_at else None)
 
 
 def retry_now(destination_id: int) -> None:

@@ -207,8 +207,10 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
     # The proof and its attempt row in one commit: every commit waits for the WAL to reach
     # disk, and a new version sent to 20 destinations at once made 20 more of them.
     with transaction.atomic():
-        age_ms = _record_proof(destination, owed, version, rendered, receipt, path)
+        age_ms, paused = _record_proof(destination, owed, version, rendered, receipt, path)
         _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text, age_ms=age_ms)
+    # On every success, not only after failures: a healthy destination must not look unknown.
+    health.publish_status(destination.pk, health.PAUSED if paused else health.RUNNING, last_success=time.time())
     if owed.failures_before:
         backoff.recovered(destination)
     health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body),
@@ -235,7 +237,8 @@ def _marks(owed: OwedFile) -> Marks:
                  result_status=owed.include_result_marks)
 
 
-# The proof, and the destination's success, in one statement.
+# The proof, and the destination's success, in one statement; it also reads whether a pause
+# arrived meanwhile, so that the status published after it stays true.
 RECORD_PROOF = """
 WITH proof AS (
 UPDATE delivery_state SET
@@ -249,21 +252,23 @@ RETURNING age_ms),
 success AS (
 UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive_failures = 0,
     retry_at = NULL, last_error = ''
-WHERE destination_id = %(destination)s)
-SELECT age_ms FROM proof
+WHERE destination_id = %(destination)s
+RETURNING paused)
+SELECT (SELECT age_ms FROM proof), COALESCE((SELECT paused FROM success), false)
 """
 
 
-def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path: str) -> int | None:
-    """Record the proof (forward only); returns the file's age at the send, if recorded."""
+def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path: str) -> tuple[int | None, bool]:
+    """Record the proof (forward only); returns the file's age at the send (None if a newer
+    proof was there already) and whether the destination is paused now."""
     with connection.cursor() as cursor:
         cursor.execute(RECORD_PROOF, {
             "id": owed.state_id, "destination": destination.pk, "seq": document.seq, "hash": document.content_hash,
             "bytes": len(rendered.body), "bytes_sha256": hashlib.sha256(rendered.body).digest(),
             "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
         })
-        row = cursor.fetchone()
-    return row[0] if row else None
+        age_ms, paused = cursor.fetchone()
+    return age_ms, paused
 
 
 def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, started: float) -> None:

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 
 from devtools.waiting import wait_until
 from omnium.clients.models import Client
-from omnium.delivery import control, health
+from omnium.delivery import control, health, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
@@ -84,9 +84,42 @@ def test_health_shows_failing_and_the_heartbeat_vanishes_when_the_worker_dies(sm
         delivery.stop()
 
 
-def test_the_client_status_screen_shows_what_each_file_last_received(small_games, subscribe, receiver, admin_client):
-    from omnium.delivery import sender
+def test_health_status_is_written_on_every_outcome_and_is_true_after_resume(small_games, subscribe, receiver,
+                                                                            clean_redis):
+    destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=1)
+    receiver.replies.extend([(503, {}), (503, {})])
 
+    def status_after(action) -> tuple[str, int]:
+        action()
+        published = health.read(destination.pk)
+        return published.get("status"), int(published.get("errors", -1))
+
+    def send_again():
+        control.retry_now(destination.pk)  # no waiting out the back-off
+        DeliveryState.objects.filter(destination=destination).update(force_resend=True)
+        sender.drain(destination.pk)
+
+    assert status_after(lambda: sender.drain(destination.pk)) == (health.BACKING_OFF, 1)
+    assert status_after(send_again) == (health.FAILING, 2)
+    assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.PAUSED, 0)
+    assert status_after(lambda: control.resume(destination.pk)) == (health.FAILING, 2), "resume shows the real state"
+    assert status_after(send_again) == (health.RUNNING, 0)
+    assert status_after(send_again) == (health.RUNNING, 0), "every success, not only the first after failures"
+    assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.PAUSED, 0)
+    assert status_after(lambda: control.resume(destination.pk)) == (health.RUNNING, 0)
+
+
+def test_a_healthy_destination_shows_running_from_its_first_send(small_games, subscribe, receiver, clean_redis):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+
+    sender.drain(destination.pk)
+
+    published = health.read(destination.pk)
+    assert (published.get("status"), published.get("errors")) == (health.RUNNING, "0")
+    assert float(published["last_success"]) > time.time() - 60
+
+
+def test_the_client_status_screen_shows_what_each_file_last_received(small_games, subscribe, receiver, admin_client):
     destination = subscribe(small_games, webhook_settings(receiver.url), feed_types=("calendar", "medals"))
     sender.drain(destination.pk)
     state = DeliveryState.objects.get(destination=destination, doc_key__endswith="calendar")
@@ -100,8 +133,6 @@ def test_the_client_status_screen_shows_what_each_file_last_received(small_games
 
 def test_the_overview_lists_switched_off_clients_and_failing_destinations_first(small_games, subscribe, receiver,
                                                                                 admin_client):
-    from omnium.delivery import sender
-
     healthy = subscribe(small_games, redis_destination_settings(), client="Alpha")
     broken = subscribe(small_games, webhook_settings(receiver.url), client="Zulu", fast_retries=0)
     receiver.replies.append((503, {}))
