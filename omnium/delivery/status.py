@@ -92,7 +92,9 @@ def _file_row(state: DeliveryState, have_seq: int | None, row: DestinationStatus
     return {
         "doc_key": state.doc_key, "have": have_seq, "received": state.sent_seq or None,
         "sent_at": state.sent_at, "bytes": state.sent_bytes, "receipt": state.receipt,
-        "hash": bytes(state.sent_hash).hex()[:12] if state.sent_hash else "",
+        # What a client can check against the file it holds: the digest of the bytes sent.
+        "hash": bytes(state.sent_bytes_sha256).hex()[:12] if state.sent_bytes_sha256 else "",
+        "content_hash": bytes(state.sent_hash).hex()[:12] if state.sent_hash else "",
         "age_ms": state.age_ms, "path": state.sent_path, "behind": behind,
         "why": _why_behind(state, row) if behind else "",
         "dead_letter": state.dead_lettered_at is not None, "state_id": state.pk,

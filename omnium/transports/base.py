@@ -39,7 +39,8 @@ class TransportError(Exception):
 @dataclass(frozen=True)
 class Receipt:
     """Proof that a file landed: ``text`` for people (an S3 ETag, "size=123 path=/x/y.json",
-    "200 sha256:..."), ``remote_bytes`` as the destination reported it, None if it did not."""
+    "202 Accepted; x-request-id=...; empty body"), ``remote_bytes`` as the destination
+    reported it, None if it did not."""
 
     text: str
     remote_bytes: int | None = None

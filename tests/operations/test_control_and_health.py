@@ -129,6 +129,7 @@ def test_the_client_status_screen_shows_what_each_file_last_received(small_games
     assert f"{small_games.code}/calendar" in page and f"{small_games.code}/medals" in page
     assert str(state.sent_seq) in page and state.sent_at.strftime("%Y-%m-%d %H:%M:%S") in page
     assert state.receipt[:20] in page and "up to date" in page and "<svg" in page
+    assert bytes(state.sent_bytes_sha256).hex()[:12] in page, "the digest a client can check its file against"
 
 
 def test_the_overview_lists_switched_off_clients_and_failing_destinations_first(small_games, subscribe, receiver,
