@@ -7,7 +7,7 @@ import ftplib
 import io
 import posixpath
 import ssl
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .base import (
     TIMEOUT_SETTINGS,
@@ -142,7 +142,7 @@ def _remove_stale_temporaries(ftp: ftplib.FTP, folder: str, stale: StaleTemporar
 
 def _modified(stamp: str) -> float:
     """An MLSD "modify" fact (YYYYMMDDHHMMSS[.sss], UTC) in epoch seconds."""
-    return datetime.strptime(stamp[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(stamp[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC).timestamp()
 
 
 def _discard(ftp: ftplib.FTP, temporary: str) -> None:

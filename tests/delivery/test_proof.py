@@ -29,7 +29,7 @@ from tests.transports.conftest import (  # noqa: F401
 )
 
 
-def test_proof_records_the_sha256_of_the_bytes_the_receiver_holds(kit, small_games, subscribe):
+def test_proof_records_the_sha256_of_the_bytes_the_receiver_holds(kit, small_games, subscribe):  # noqa: F811
     kit.key_prefix = f"proof-{uuid.uuid4().hex[:12]}:"  # Redis: versions restart with each test database
     destination = subscribe(small_games, (kit.kind, kit.config(), kit.credentials()), transform="xml")
     document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
