@@ -15,7 +15,7 @@ from omnium.redis_client import redis_client
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES
 from tests import child_processes, database_snapshots
 
-pytest_plugins = ["tests.delivery.fixtures"]
+pytest_plugins = ["tests.delivery.fixtures", "tests.transports.fixtures"]
 
 ALL_QUEUES = LIVE_QUEUES + BULK_QUEUES
 PROCESS_MARKS = ("worker", "servers")

@@ -210,7 +210,7 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
         age_ms, paused = _record_proof(destination, owed, version, rendered, receipt, path)
         _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text, age_ms=age_ms)
     # On every success, not only after failures: a healthy destination must not look unknown.
-    health.publish_status(destination.pk, health.PAUSED if paused else health.RUNNING, last_success=time.time())
+    health.publish_status(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING, last_success=time.time())
     if owed.failures_before:
         backoff.recovered(destination)
     health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body),

@@ -13,28 +13,13 @@ from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from tests.delivery.fixtures import webhook_settings
 
-# The real servers and one kit per kind, run for every kind by the `kit` fixture.
-from tests.transports.conftest import (  # noqa: F401
-    ftp_kit,
-    ftp_server,
-    kit,
-    redis_db,
-    redis_kit,
-    s3_kit,
-    s3_server,
-    sftp_kit,
-    sftp_server,
-    webhook_kit,
-    webhook_receiver,
-)
 
-
-def test_proof_records_the_sha256_of_the_bytes_the_receiver_holds(kit, small_games, subscribe):  # noqa: F811
+def test_proof_records_the_sha256_of_the_bytes_the_receiver_holds(kit, small_games, subscribe):
     kit.key_prefix = f"proof-{uuid.uuid4().hex[:12]}:"  # Redis: versions restart with each test database
     destination = subscribe(small_games, (kit.kind, kit.config(), kit.credentials()), transform="xml")
     document = FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar")
 
-    assert sender.drain(destination.pk) == sender.DRAINED
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
 
     state = DeliveryState.objects.get(destination=destination)
     held = kit.read_back(state.sent_path)

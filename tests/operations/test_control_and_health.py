@@ -99,14 +99,14 @@ def test_health_status_is_written_on_every_outcome_and_is_true_after_resume(smal
         DeliveryState.objects.filter(destination=destination).update(force_resend=True)
         sender.drain(destination.pk)
 
-    assert status_after(lambda: sender.drain(destination.pk)) == (health.BACKING_OFF, 1)
-    assert status_after(send_again) == (health.FAILING, 2)
-    assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.PAUSED, 0)
-    assert status_after(lambda: control.resume(destination.pk)) == (health.FAILING, 2), "resume shows the real state"
-    assert status_after(send_again) == (health.RUNNING, 0)
-    assert status_after(send_again) == (health.RUNNING, 0), "every success, not only the first after failures"
-    assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.PAUSED, 0)
-    assert status_after(lambda: control.resume(destination.pk)) == (health.RUNNING, 0)
+    assert status_after(lambda: sender.drain(destination.pk)) == (health.Status.BACKING_OFF, 1)
+    assert status_after(send_again) == (health.Status.FAILING, 2)
+    assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.Status.PAUSED, 0)
+    assert status_after(lambda: control.resume(destination.pk)) == (health.Status.FAILING, 2), "resume shows the real state"
+    assert status_after(send_again) == (health.Status.RUNNING, 0)
+    assert status_after(send_again) == (health.Status.RUNNING, 0), "every success, not only the first after failures"
+    assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.Status.PAUSED, 0)
+    assert status_after(lambda: control.resume(destination.pk)) == (health.Status.RUNNING, 0)
 
 
 def test_a_healthy_destination_shows_running_from_its_first_send(small_games, subscribe, receiver, clean_redis):
@@ -115,7 +115,7 @@ def test_a_healthy_destination_shows_running_from_its_first_send(small_games, su
     sender.drain(destination.pk)
 
     published = health.read(destination.pk)
-    assert (published.get("status"), published.get("errors")) == (health.RUNNING, "0")
+    assert (published.get("status"), published.get("errors")) == (health.Status.RUNNING, "0")
     assert float(published["last_success"]) > time.time() - 60
 
 

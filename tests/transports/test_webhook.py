@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from omnium.loopback.hosts import ScriptedReplyHost
+from devtools.loopback.hosts import ScriptedReplyHost
 from omnium.transports import TransportError
 from omnium.transports.webhook import retry_after, sign, verify_signature
 

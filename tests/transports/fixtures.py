@@ -7,8 +7,7 @@ import pytest
 import redis
 
 from devtools.loopback import hosts, servers
-
-from .kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
+from tests.transports.kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
 
 KINDS = ["s3", "sftp", "ftp", "webhook", "redis"]
 
