@@ -7,6 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
+# Every target here runs on a developer machine with the development keys, which the
+# settings refuse unless DEBUG is on (production is the default: omnium/settings.py).
+export DJANGO_DEBUG ?= true
 
 .PHONY: demo test test-fast lint install services test-servers database bench
 

@@ -15,6 +15,7 @@ def prepare(database: str, redis_db: int) -> None:
     os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{database}")
     os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
+    os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
     subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
     import django
 

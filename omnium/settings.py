@@ -3,6 +3,10 @@
 Every value has a typed default that runs on a developer machine (PostgreSQL, Redis on
 127.0.0.1). A value that cannot be parsed fails at start with ImproperlyConfigured naming
 the variable. Secrets may come from `<NAME>_FILE` instead of `<NAME>`.
+
+Production is the default: with DJANGO_DEBUG off (unset) the process refuses to start with
+the development secret key or credential key, and cookies, HSTS and the HTTPS redirect are
+on. Development flows (`make demo`, `make test`, the benchmarks) set DJANGO_DEBUG=true.
 """
 
 from pathlib import Path
@@ -27,6 +31,35 @@ def _secret(name: str, default: str) -> str:
     return env.str(name, default=default)
 
 
+# Known to everyone who has read this file: a process with DJANGO_DEBUG off refuses them.
+DEV_SECRET_KEY = "dev-only-insecure-key-change-me"
+DEV_CREDENTIAL_KEY = "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE="
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+def _bool(name: str, default: bool) -> bool:
+    """NAME as a boolean; anything but true/false/yes/no/on/off/1/0 stops the process (env.bool
+    would read a typo such as "ture" as False)."""
+    text = env.str(name, default="").strip().lower()
+    if not text:
+        return default
+    if text not in _TRUE | _FALSE:
+        raise ImproperlyConfigured(f"{name} must be true or false, got {text!r}")
+    return text in _TRUE
+
+
+def _int(name: str, default: int, minimum: int | None = None) -> int:
+    """NAME as an integer (env.int raises a bare ValueError that names nothing)."""
+    text = env.str(name, default="").strip()
+    try:
+        value = int(text) if text else default
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {text!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
 def _positive_float(name: str, default: float) -> float:
     try:
         value = env.float(name, default=default)
@@ -37,9 +70,40 @@ def _positive_float(name: str, default: float) -> float:
     return value
 
 
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
-SECRET_KEY = _secret("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
+DEBUG = _bool("DJANGO_DEBUG", default=False)
+SECRET_KEY = _secret("DJANGO_SECRET_KEY", DEV_SECRET_KEY)
+if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is the development key: set a real one (or DJANGO_DEBUG=true on a dev machine)"
+    )
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+
+# --- HTTPS and cookies: on unless DEBUG; each one can be switched for a particular setup ---
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """`HTTP_X_FORWARDED_PROTO=https`: the header a TLS-terminating proxy sets, and its value
+    for an HTTPS request. Only set it when every request passes that proxy, which overwrites
+    the header: otherwise a client could claim HTTPS itself."""
+    text = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="").strip()
+    if not text:
+        return None
+    header, _, value = text.partition("=")
+    if not header.startswith("HTTP_") or not value:
+        raise ImproperlyConfigured(
+            f"DJANGO_SECURE_PROXY_SSL_HEADER must look like HTTP_X_FORWARDED_PROTO=https, got {text!r}"
+        )
+    return header, value
+
+
+SESSION_COOKIE_SECURE = _bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = _bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = _int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = _bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
+# Behind a proxy that terminates TLS, set DJANGO_SECURE_PROXY_SSL_HEADER, or requests that
+# arrived over HTTPS look like HTTP and are redirected forever.
+SECURE_SSL_REDIRECT = _bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -150,17 +214,17 @@ OMNIUM = {
     # A build claim older than this is considered abandoned (its worker died).
     "BUILD_CLAIM_TTL_S": _positive_float("OMNIUM_BUILD_CLAIM_TTL_S", 120.0),
     # Stat jobs: tries before the job is failed and an alert opened.
-    "STAT_JOB_ATTEMPTS": env.int("OMNIUM_STAT_JOB_ATTEMPTS", default=3),
+    "STAT_JOB_ATTEMPTS": _int("OMNIUM_STAT_JOB_ATTEMPTS", 3, minimum=1),
     "STAT_JOB_RETRY_S": _positive_float("OMNIUM_STAT_JOB_RETRY_S", 2.0),
     # Handled outbox rows are kept this many days for audit, then deleted.
-    "OUTBOX_RETENTION_DAYS": env.int("OMNIUM_OUTBOX_RETENTION_DAYS", default=7),
+    "OUTBOX_RETENTION_DAYS": _int("OMNIUM_OUTBOX_RETENTION_DAYS", 7, minimum=0),
     # A sender's lease on its destination lasts the destination's hard send deadline plus
     # this margin (time to record a proof), so a zombie sender has given up before its
     # lease can pass to another.
     "DELIVERY_LEASE_MARGIN_S": _positive_float("OMNIUM_DELIVERY_LEASE_MARGIN_S", 30.0),
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
-    "ATTEMPT_RETENTION_DAYS": env.int("OMNIUM_ATTEMPT_RETENTION_DAYS", default=7),
+    "ATTEMPT_RETENTION_DAYS": _int("OMNIUM_ATTEMPT_RETENTION_DAYS", 7, minimum=0),
     # Delivery workers say they are alive this often; silent for 3x this, they count as gone.
     "HEARTBEAT_INTERVAL_S": _positive_float("OMNIUM_HEARTBEAT_INTERVAL_S", 5.0),
     # A destination owed a version for longer than this raises the "behind" alert.
@@ -182,16 +246,14 @@ def _alert_slack_url() -> str:
 OMNIUM_ALERT_SLACK_URL = _alert_slack_url()
 OMNIUM_ALERT_EMAILS = env.list("OMNIUM_ALERT_EMAILS", default=[])
 EMAIL_HOST = env.str("EMAIL_HOST", default="127.0.0.1")
-EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_PORT = _int("EMAIL_PORT", 25, minimum=1)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="omnium-alerts@localhost")
 
 # Destination credentials: a key ring of Fernet keys, comma separated; the first encrypts,
 # all decrypt (rotate: put a new key first, run `manage.py rotate_credentials`, drop the old).
 OMNIUM_CREDENTIAL_KEYS = [
-    key.strip() for key in _secret(
-        "OMNIUM_CREDENTIAL_KEYS", "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCE="
-    ).split(",") if key.strip()
+    key.strip() for key in _secret("OMNIUM_CREDENTIAL_KEYS", DEV_CREDENTIAL_KEY).split(",") if key.strip()
 ]
 try:
     from cryptography.fernet import Fernet
@@ -202,6 +264,10 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"OMNIUM_CREDENTIAL_KEYS holds a key that is not a Fernet key: {exc}") from exc
 if not OMNIUM_CREDENTIAL_KEYS:
     raise ImproperlyConfigured("OMNIUM_CREDENTIAL_KEYS is empty")
+if not DEBUG and DEV_CREDENTIAL_KEY in OMNIUM_CREDENTIAL_KEYS:
+    raise ImproperlyConfigured(
+        "OMNIUM_CREDENTIAL_KEYS holds the development key: set real Fernet keys (or DJANGO_DEBUG=true on a dev machine)"
+    )
 if OMNIUM["BUILD_MAX_WAIT_S"] < OMNIUM["BUILD_QUIET_S"]:
     raise ImproperlyConfigured("OMNIUM_BUILD_MAX_WAIT_S must be at least OMNIUM_BUILD_QUIET_S")
 
@@ -215,22 +281,20 @@ OMNIUM.update({
     # Files kept in each API process's memory, least recently used dropped first.
     "PULL_MEMORY_MB": _positive_float("OMNIUM_PULL_MEMORY_MB", 256.0),
     # PostgreSQL reads at once per process when Redis has no copy (the rest wait, single-flight).
-    "PULL_DATABASE_READS": env.int("OMNIUM_PULL_DATABASE_READS", default=4),
+    "PULL_DATABASE_READS": _int("OMNIUM_PULL_DATABASE_READS", 4, minimum=1),
     # Clients, keys and entitlements are re-read on every change notice, and at least this often.
     "PULL_CATALOGUE_MAX_AGE_S": _positive_float("OMNIUM_PULL_CATALOGUE_MAX_AGE_S", 60.0),
     # Listen for change notices in a thread (off in tests that drive the catalogue by hand).
-    "PULL_LISTEN_FOR_CHANGES": env.bool("OMNIUM_PULL_LISTEN_FOR_CHANGES", default=True),
+    "PULL_LISTEN_FOR_CHANGES": _bool("OMNIUM_PULL_LISTEN_FOR_CHANGES", True),
     # Requests per second per client, across all API processes.
     "PULL_CLIENT_RATE": _positive_float("OMNIUM_PULL_CLIENT_RATE", 200.0),
     # Failed key attempts per minute per source address before it is refused outright.
-    "PULL_FAILED_KEYS_PER_MINUTE": env.int("OMNIUM_PULL_FAILED_KEYS_PER_MINUTE", default=30),
+    "PULL_FAILED_KEYS_PER_MINUTE": _int("OMNIUM_PULL_FAILED_KEYS_PER_MINUTE", 30, minimum=1),
     # A file PostgreSQL does not have is remembered as missing this long (shields PostgreSQL).
     "PULL_MISSING_TTL_S": _positive_float("OMNIUM_PULL_MISSING_TTL_S", 2.0),
     # After a failed Redis call, serve from memory without asking Redis for this long.
     "PULL_REDIS_RETRY_S": _positive_float("OMNIUM_PULL_REDIS_RETRY_S", 1.0),
 })
-if OMNIUM["PULL_DATABASE_READS"] < 1:
-    raise ImproperlyConfigured("OMNIUM_PULL_DATABASE_READS must be at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

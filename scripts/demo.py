@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
+os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
 
 import django  # noqa: E402
 

@@ -13,6 +13,7 @@ def child_environment(**overrides) -> dict:
     """The environment of a child process: same settings, but the test database."""
     db = connection.settings_dict
     env = dict(os.environ)
+    env.setdefault("DJANGO_DEBUG", "true")  # children load the settings too, with the development keys
     env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env.update({k: str(v) for k, v in overrides.items()})
     return env

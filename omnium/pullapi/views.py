@@ -103,7 +103,7 @@ class PullView(APIView):
 class FeedFileView(PullView):
     """A feed file: `/v1/feeds/{games}/{feed_type}[/{filter}]`, e.g. `/v1/feeds/ag1/country/IND`."""
 
-    @extend_schema(responses=FILE_RESPONSES, summary="A feed file, in your entitled shape")
+    @extend_schema(responses=FILE_RESPONSES, summary="A feed file, in your entitled shape", operation_id="feed_file")
     def get(self, request, games, feed_type, filter=""):
         return self.serve(request, file_requests.feed_file(request.user, games, feed_type, filter))
 
@@ -111,7 +111,8 @@ class FeedFileView(PullView):
 class FilteredFeedFileView(FeedFileView):
     """A feed file with a filter: `/v1/feeds/{games}/{feed_type}/{filter}` (a NOC, a day, a unit)."""
 
-    @extend_schema(responses=FILE_RESPONSES, summary="A feed file of one filter, in your entitled shape")
+    @extend_schema(responses=FILE_RESPONSES, summary="A feed file of one filter, in your entitled shape",
+                   operation_id="feed_file_filtered")
     def get(self, request, games, feed_type, filter):
         return super().get(request, games, feed_type, filter)
 

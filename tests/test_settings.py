@@ -1,0 +1,90 @@
+"""Production is the default: the settings refuse the development keys unless DEBUG is on,
+turn on every HTTPS protection, and name the variable of any value they cannot read.
+
+Each case loads the settings in a fresh process with only the variables it names, as a
+production host would (no DJANGO_DEBUG from the test run)."""
+
+import json
+import secrets
+import subprocess
+import sys
+
+import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings
+
+REAL_KEYS = {
+    "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+    "OMNIUM_CREDENTIAL_KEYS": Fernet.generate_key().decode(),
+}
+PRODUCTION = {"DJANGO_DEBUG": "false", **REAL_KEYS}
+SECURITY_SETTINGS = ("SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "SECURE_SSL_REDIRECT",
+                     "SECURE_PROXY_SSL_HEADER")
+PRINT_SECURITY_SETTINGS = (
+    "import django, json; django.setup(); from django.conf import settings; "
+    f"print(json.dumps({{name: getattr(settings, name) for name in {SECURITY_SETTINGS!r}}}))"
+)
+
+
+def run(environment: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], env=environment, cwd=settings.BASE_DIR,
+                          capture_output=True, text=True, timeout=60)
+
+
+def security_settings(environment: dict) -> dict:
+    finished = run({"DJANGO_SETTINGS_MODULE": "omnium.settings", **environment}, "-c", PRINT_SECURITY_SETTINGS)
+    assert finished.returncode == 0, finished.stderr
+    return json.loads(finished.stdout)
+
+
+def test_check_deploy_finds_no_issue_with_real_keys_and_debug_off():
+    finished = run(PRODUCTION, "manage.py", "check", "--deploy", "--fail-level", "WARNING")
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "System check identified no issues" in finished.stdout
+
+
+@pytest.mark.parametrize("development_variable", ["DJANGO_SECRET_KEY", "OMNIUM_CREDENTIAL_KEYS"])
+def test_process_refuses_to_start_with_a_development_key_and_debug_off(development_variable):
+    environment = {key: value for key, value in PRODUCTION.items() if key != development_variable}
+    finished = run(environment, "manage.py", "check")
+    assert finished.returncode != 0
+    assert "ImproperlyConfigured" in finished.stderr and f"{development_variable} " in finished.stderr
+
+
+def test_debug_is_off_unless_asked_for_so_the_development_keys_are_refused_by_default():
+    finished = run({}, "manage.py", "check")
+    assert finished.returncode != 0 and "is the development key" in finished.stderr
+
+
+def test_a_development_machine_with_debug_on_starts_with_the_development_keys():
+    assert run({"DJANGO_DEBUG": "true"}, "manage.py", "check").returncode == 0
+
+
+def test_https_protections_are_on_by_default_and_each_can_be_switched():
+    assert security_settings(PRODUCTION) == {
+        "SESSION_COOKIE_SECURE": True, "CSRF_COOKIE_SECURE": True, "SECURE_HSTS_SECONDS": 31_536_000,
+        "SECURE_SSL_REDIRECT": True, "SECURE_PROXY_SSL_HEADER": None,
+    }
+    behind_a_proxy = security_settings({
+        **PRODUCTION, "DJANGO_SESSION_COOKIE_SECURE": "false", "DJANGO_CSRF_COOKIE_SECURE": "no",
+        "DJANGO_SECURE_HSTS_SECONDS": "3600", "DJANGO_SECURE_SSL_REDIRECT": "off",
+        "DJANGO_SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO=https",
+    })
+    assert behind_a_proxy == {
+        "SESSION_COOKIE_SECURE": False, "CSRF_COOKIE_SECURE": False, "SECURE_HSTS_SECONDS": 3600,
+        "SECURE_SSL_REDIRECT": False, "SECURE_PROXY_SSL_HEADER": ["HTTP_X_FORWARDED_PROTO", "https"],
+    }
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("DJANGO_DEBUG", "ture", "DJANGO_DEBUG must be true or false, got 'ture'"),
+    ("OMNIUM_PULL_DATABASE_READS", "four", "OMNIUM_PULL_DATABASE_READS must be a whole number, got 'four'"),
+    ("OMNIUM_PULL_FAILED_KEYS_PER_MINUTE", "0", "OMNIUM_PULL_FAILED_KEYS_PER_MINUTE must be at least 1"),
+    ("EMAIL_PORT", "25.5", "EMAIL_PORT must be a whole number"),
+    ("DJANGO_SECURE_HSTS_SECONDS", "a year", "DJANGO_SECURE_HSTS_SECONDS must be a whole number"),
+    ("DJANGO_SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto", "DJANGO_SECURE_PROXY_SSL_HEADER must look like"),
+])
+def test_a_value_that_cannot_be_read_stops_the_process_naming_its_variable(variable, value, message):
+    finished = run({**PRODUCTION, variable: value}, "manage.py", "check")
+    assert finished.returncode != 0
+    assert f"ImproperlyConfigured: {message}" in finished.stderr
