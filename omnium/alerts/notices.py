@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from omnium.alerts.channels import ChannelError, Notice, configured_channels
 from omnium.alerts.models import Alert
+from omnium.safe_errors import safe_error_text
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,9 @@ def send_pending(alert: Alert) -> bool:
             _send_everywhere(notice_for(alert, resolved=True))
             Alert.objects.filter(pk=alert.pk).update(resolution_sent_at=timezone.now())
     except ChannelError as exc:
-        Alert.objects.filter(pk=alert.pk).update(send_attempts=F("send_attempts") + 1, last_send_error=str(exc))
-        log.warning("alert %s not sent yet: %s", alert.pk, exc)
+        error = safe_error_text(exc)  # a Slack URL's path is its password
+        Alert.objects.filter(pk=alert.pk).update(send_attempts=F("send_attempts") + 1, last_send_error=error)
+        log.warning("alert %s not sent yet: %s", alert.pk, error)
         return False
     return True
 

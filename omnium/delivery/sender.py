@@ -24,6 +24,7 @@ from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
+from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
 
 log = logging.getLogger(__name__)
@@ -273,7 +274,7 @@ def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path
 
 def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, started: float) -> None:
     permanent = getattr(exc, "permanent", True)
-    message = str(exc)
+    message = safe_error_text(exc)  # what every record below keeps: no URL path, query or body
     # Read again: a pause may have cut this send. A person stopped it; not the destination's fault.
     cut_by_pause = backoff.gate(destination.pk) == backoff.Gate.PAUSED
     if cut_by_pause:

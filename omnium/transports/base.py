@@ -27,13 +27,17 @@ class TransportError(Exception):
     ``permanent`` is True when sending the same file again cannot succeed until a person
     changes something (bad credentials, unknown or changed host key, missing bucket, HTTP 410
     or another 4xx); False when a later try may land (timeouts, refused or reset connections,
-    5xx, 408, 429). ``retry_after`` is the destination's own hint in seconds, if it gave one.
+    5xx, 408, 429). ``retry_after`` is the destination's own hint in seconds, if it gave one;
+    ``status`` its HTTP status, if it answered one. The message may quote a URL with its path
+    and query: store or show it only through ``omnium.safe_errors``.
     """
 
-    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None):
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None,
+                 status: int | None = None):
         super().__init__(message)
         self.permanent = permanent
         self.retry_after = retry_after
+        self.status = status
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Mapping
+from http import HTTPStatus
 
 import requests
 
@@ -97,7 +98,7 @@ class WebhookTransport(Transport):
             )
             with reply:
                 if not 200 <= reply.status_code < 300:
-                    raise _refusal(reply)
+                    raise _refusal(reply) from requests.HTTPError(response=reply)  # names the host
                 return _receipt(reply)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
             raise TransportError(f"webhook url unusable: {exc}", permanent=True) from exc
@@ -152,12 +153,20 @@ def _printable(text: str) -> str:
 
 def _refusal(reply: requests.Response) -> TransportError:
     status = reply.status_code
-    message = f"webhook answered {status} {reply.reason}"
+    # The standard phrase, not the receiver's own: that one is free text chosen by the far side.
+    message = f"webhook answered {status} {_phrase(status)}"
     if status == 410:
-        return TransportError(message + ": the receiver is gone", permanent=True)
+        return TransportError(message + ": the receiver is gone", permanent=True, status=status)
     if status in (408, 429) or status >= 500:
-        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")))
-    return TransportError(message, permanent=True)  # other 4xx, and 3xx we do not follow
+        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")), status=status)
+    return TransportError(message, permanent=True, status=status)  # other 4xx, and 3xx we do not follow
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "(non-standard status)"
 
 
 def retry_after(value: str | None) -> float | None:

@@ -4,7 +4,12 @@ from dataclasses import dataclass
 
 
 class ChannelError(Exception):
-    """The notice did not go out; the alert sweeper will try again."""
+    """The notice did not go out; the alert sweeper will try again. `status` is the channel's
+    HTTP status, when it answered one."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)

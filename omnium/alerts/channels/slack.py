@@ -19,4 +19,6 @@ class SlackChannel(Channel):
         except requests.RequestException as exc:
             raise ChannelError(f"slack: {exc}") from exc
         if not 200 <= reply.status_code < 300:
-            raise ChannelError(f"slack: HTTP {reply.status_code}: {reply.text[:200]}")
+            # Not the body: a proxy or Slack itself may echo the request, token included.
+            raise ChannelError(f"slack: HTTP {reply.status_code}", status=reply.status_code) from requests.HTTPError(
+                response=reply)
