@@ -4,6 +4,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from omnium.clients.forms import DestinationForm
+from omnium.clients.key_issuing import ShowIssuedKeyOnce
 from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Subscription
 from omnium.feeds.models import FeedDefinition
 
@@ -100,8 +101,8 @@ class ApiKeyForm(forms.ModelForm):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys are issued here and shown once, in the message after saving; never again."""
+class ApiKeyAdmin(ShowIssuedKeyOnce, admin.ModelAdmin):
+    """Keys are issued here and shown once, on the page after saving; never again."""
 
     form = ApiKeyForm
     list_display = ["lookup_id", "client", "name", "query_string_allowed", "created_at", "revoked_at", "revoked_by"]
@@ -115,17 +116,6 @@ class ApiKeyAdmin(admin.ModelAdmin):
         if key is None:
             return self.readonly_fields
         return [*self.readonly_fields, "client"]
-
-    def save_model(self, request, key, form, change):
-        if change:
-            super().save_model(request, key, form, change)
-            return
-        issued, plain = ApiKey.issue(key.client, key.name, query_string_allowed=key.query_string_allowed)
-        key.pk, key.lookup_id, key.key_hash = issued.pk, issued.lookup_id, issued.key_hash
-        self.message_user(
-            request, f"New key for {key.client.name}: {plain} — copy it now, it will not be shown again.",
-            messages.WARNING,
-        )
 
     @admin.action(description="Revoke the selected keys (effective within a second)")
     def revoke(self, request, queryset):

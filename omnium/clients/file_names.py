@@ -2,11 +2,15 @@
 
 Placeholders: {games} {feed_type} {filter} {name} ({feed_type} or {feed_type}-{filter}),
 {doc_key} ({games}/{feed_type}[/{filter}], the pull cache's layout) and {ext} (from the
-transform). The result must be a plain relative path: no "..", no leading
-"/", no backslashes, no empty or hidden segments, no control characters.
+transform), each written bare: no format spec (`{filter:.>2}`), no conversion (`{games!r}`),
+no attribute or index access (`{games.__class__}`), which str.format would otherwise run.
+The result must be a plain relative path (omnium.transports.paths), checked here when a
+template is saved and again by the transport at every send.
 """
 
 import string
+
+from omnium.transports.paths import unsafe_path_reason
 
 PLACEHOLDERS = {"games", "feed_type", "filter", "name", "doc_key", "ext"}
 DEFAULT_TEMPLATE = "{games}/{name}.{ext}"
@@ -18,32 +22,42 @@ class FileNameError(ValueError):
 
 def check_template(template: str) -> None:
     """Raise FileNameError saying what is wrong with `template`."""
-    try:
-        fields = {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
-    except ValueError as exc:
-        raise FileNameError(f"file name template is malformed: {exc}") from None
-    unknown = fields - PLACEHOLDERS
-    if unknown:
-        raise FileNameError(f"unknown placeholder {{{sorted(unknown)[0]}}}; use {sorted(PLACEHOLDERS)}")
+    _placeholders(template)
     check_path(render(template, "ag1", "country", "IND", "json"))
 
 
 def render(template: str, games: str, feed_type: str, filter: str, ext: str) -> str:
-    name = f"{feed_type}-{filter}" if filter else feed_type
-    doc_key = f"{games}/{feed_type}/{filter}" if filter else f"{games}/{feed_type}"
-    return template.format(games=games, feed_type=feed_type, filter=filter, name=name, doc_key=doc_key, ext=ext)
+    """The path of one file: the template's text with its placeholders filled in (never
+    str.format, which would follow `{games.__class__}`; a stored template that bypassed
+    validation fails here with FileNameError)."""
+    values = {
+        "games": games, "feed_type": feed_type, "filter": filter, "ext": ext,
+        "name": f"{feed_type}-{filter}" if filter else feed_type,
+        "doc_key": f"{games}/{feed_type}/{filter}" if filter else f"{games}/{feed_type}",
+    }
+    return "".join(literal + (values[field] if field is not None else "") for literal, field in _placeholders(template))
+
+
+def _placeholders(template: str) -> list[tuple[str, str | None]]:
+    """(literal text, placeholder name or None) pairs; FileNameError for anything but a bare
+    known placeholder."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise FileNameError(f"file name template is malformed: {exc}") from None
+    for _, field, spec, conversion in parsed:
+        if field is None:
+            continue
+        if spec or conversion:
+            raise FileNameError(f"placeholder {{{field}}} takes no format spec or conversion (':' or '!')")
+        if field not in PLACEHOLDERS:
+            raise FileNameError(f"unknown placeholder {{{field}}}; use {sorted(PLACEHOLDERS)} "
+                                "(no attribute or index access)")
+    return [(literal, field) for literal, field, _, _ in parsed]
 
 
 def check_path(path: str) -> str:
-    if not path:
-        raise FileNameError("the file name is empty")
-    if path.startswith("/"):
-        raise FileNameError(f"{path!r} is an absolute path; file names must be relative")
-    if "\\" in path or any(ord(c) < 32 or ord(c) == 127 for c in path):
-        raise FileNameError(f"{path!r} contains a backslash or a control character")
-    for segment in path.split("/"):
-        if segment in ("", ".", ".."):
-            raise FileNameError(f"{path!r} contains an empty, '.' or '..' segment (path traversal)")
-        if segment.startswith("."):
-            raise FileNameError(f"{path!r} has a hidden segment; those names are kept for uploads in progress")
+    unsafe = unsafe_path_reason(path)
+    if unsafe is not None:
+        raise FileNameError(unsafe)
     return path

@@ -10,10 +10,19 @@ from omnium.transports import registry
 from omnium.transports.base import validate
 
 
+class WriteOnlyTextarea(forms.Textarea):
+    """A textarea that never renders what was typed: a form sent back with errors (a typo in
+    the config, say) would otherwise print the typed secret into the page, and into every
+    cache and screenshot of it. Like PasswordInput(render_value=False), for JSON."""
+
+    def format_value(self, value):
+        return None
+
+
 class DestinationForm(forms.ModelForm):
     new_credentials = forms.CharField(
         required=False, label="Credentials",
-        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off", "placeholder": '{"password": "…"}'}),
+        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "placeholder": '{"password": "…"}'}),
         help_text="JSON. Write-only: stored encrypted and never shown again. Leave empty to keep the current ones.",
     )
 

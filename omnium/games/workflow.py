@@ -25,6 +25,7 @@ from omnium.games.models import (
 )
 from omnium.games.outbox import record_change
 from omnium.routing import LIVE
+from omnium.xml_chars import first_not_in_xml
 
 MAX_SCORE = Decimal("999999")
 MEDALS = {choice.value for choice in MedalAward.Medal}
@@ -52,6 +53,24 @@ def _parse_score(value) -> Decimal:
     if score != score.quantize(Decimal("0.001")):
         raise WorkflowError(f"score {value!r} has more than 3 decimal places")
     return score.quantize(Decimal("0.001"))
+
+
+def _text(field: str, value, max_length: int) -> str:
+    """`value` stripped, or WorkflowError naming `field`: every text ends up in XML files too,
+    and one NUL there makes the whole file unreadable for every client."""
+    if not isinstance(value, str):
+        raise WorkflowError(f"the {field} must be text, not {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        raise WorkflowError(f"the {field} cannot be blank")
+    refused = first_not_in_xml(text)
+    if refused is not None:
+        position, character = refused
+        raise WorkflowError(f"the {field} contains a character XML cannot carry (U+{ord(character):04X} at "
+                            f"position {position})")
+    if len(text) > max_length:
+        raise WorkflowError(f"the {field} is longer than {max_length} characters")
+    return text
 
 
 def _competitors_by_entry(fixture: Fixture) -> dict[str, Competitor]:
@@ -206,17 +225,19 @@ def move_fixture(fixture_id, *, starts_at: datetime | None = None, venue: str | 
     fixture = _locked(Fixture, fixture_id, "fixture")
     if starts_at is None and venue is None:
         raise WorkflowError("give a new start time or a new venue")
-    if starts_at is not None and starts_at.tzinfo is None:
+    if starts_at is not None and not isinstance(starts_at, datetime):
+        raise WorkflowError(f"the start time must be a datetime, not {type(starts_at).__name__}")
+    if starts_at is not None and starts_at.utcoffset() is None:
         raise WorkflowError("the start time must carry a time zone")
-    if venue is not None and not venue.strip():
-        raise WorkflowError("the venue cannot be blank")
+    if venue is not None:
+        venue = _text("venue", venue, Fixture._meta.get_field("venue").max_length)
     if fixture.status != Fixture.Status.SCHEDULED:
         raise WorkflowError(f"fixture {fixture.pk} is {fixture.status}; only a scheduled fixture can move")
     updates = {}
     if starts_at is not None and starts_at != fixture.starts_at:
         updates["starts_at"] = starts_at
-    if venue is not None and venue.strip() != fixture.venue:
-        updates["venue"] = venue.strip()
+    if venue is not None and venue != fixture.venue:
+        updates["venue"] = venue
     if updates:
         Fixture.objects.filter(pk=fixture.pk).update(**updates, changed_at=ClockTimestamp())
         record_change(fixture.games, "fixture_moved", [("fixture", fixture.pk)], lane)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .paths import unsafe_path_reason
+
 
 class TransportError(Exception):
     """A push that did not land.
@@ -308,7 +310,8 @@ class Transport:
         nothing else escapes. The whole send, connect included, ends within
         ``config["send_timeout"]`` seconds (plus a moment to unwind); once that deadline
         has fired the send fails (transient), whatever ``push`` returned. Sending the same
-        version twice is harmless.
+        version twice is harmless. A ``path`` that is not a plain relative path (see
+        ``paths``) is refused before anything is sent, as a permanent error.
 
     ``config_schema`` / ``credentials_schema``
         What the JSON config and the credentials may hold (see ``Setting``);
@@ -348,6 +351,9 @@ class Transport:
         return validate(cls.credentials_schema, credentials)
 
     def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str) -> Receipt:
+        unsafe = unsafe_path_reason(path)  # the real path, filter filled in: checked at every send
+        if unsafe is not None:
+            raise TransportError(f"{self.kind}: refused to send: {unsafe}", permanent=True)
         file = FeedFile(bytes(body), path, content_type, version, etag)
         with Deadline(self.config["send_timeout"], sockets=self._sockets) as deadline:
             try:

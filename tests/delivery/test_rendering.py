@@ -3,6 +3,7 @@
 import re
 import threading
 
+import orjson
 import pytest
 from django.db import connection
 
@@ -53,3 +54,19 @@ def test_a_version_replaced_before_its_body_is_read_is_not_sent(small_games):
 
     with pytest.raises(rendering.VersionMoved):  # never the newer body under the older version
         rendering.render(version, "json", Marks())
+
+
+def test_xml_is_well_formed_whatever_characters_and_keys_the_json_holds():
+    from xml.etree import ElementTree
+
+    from omnium.clients.transforms import TRANSFORMS
+
+    body = orjson.dumps({"feed": {"games": "ag1"}, "data": {
+        "venue": "Hall\x00A\x0b\ufffe", "1st": 1, "ª": 2, "xmlns": 3, "a b": "\x1f", "": None,
+    }})
+    rendered = TRANSFORMS["xml"].render(body, Marks())
+
+    data = ElementTree.fromstring(rendered.body).find("data")
+    fields = {field.get("name"): field.text for field in data.iter("field")}
+    assert data.find("venue").text == "Hall\ufffdA\ufffd\ufffd"
+    assert fields == {"1st": "1", "ª": "2", "xmlns": "3", "a b": "\ufffd", "": None}

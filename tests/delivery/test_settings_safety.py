@@ -11,6 +11,8 @@ from django.test import override_settings
 from omnium.clients import credentials
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination, Subscription
+from omnium.delivery import sender
+from omnium.delivery.models import DeliveryState
 from omnium.feeds.models import FeedDefinition
 from tests.delivery.fixtures import webhook_settings
 
@@ -65,6 +67,14 @@ def test_credentials_survive_a_key_rotation_and_a_missing_key_is_an_error_not_em
     ("/var/feeds/{name}.{ext}", "absolute path"),
     ("{games}\\\\{name}.{ext}", "backslash"),
     ("{games}/{secret}.{ext}", "unknown placeholder"),
+    ("{games}/{filter:.>2}.{ext}", "no format spec or conversion"),
+    ("{games!r}/{name}.{ext}", "no format spec or conversion"),
+    ("{games}/{name:{ext}}", "no format spec or conversion"),
+    ("{games.__class__}/{name}.{ext}", "no attribute or index access"),
+    ("{games[0]}/{name}.{ext}", "no attribute or index access"),
+    ("{0}/{name}.{ext}", "unknown placeholder"),
+    ("{games}/\u202e{name}.{ext}", "bidi"),
+    ("{games}/\x85{name}.{ext}", "control"),
 ])
 def test_a_file_name_template_that_escapes_the_destination_is_refused(small_games, subscribe, receiver,
                                                                       template, message):
@@ -82,3 +92,30 @@ def test_a_config_outside_the_transport_schema_is_refused_with_a_clear_message(s
         destination.full_clean()
     assert "send_timeout must be at most 60 seconds" in str(refused.value)
     assert "unknown setting 'colour'" in str(refused.value)
+
+
+def test_a_path_made_unsafe_after_validation_is_refused_at_send_and_nothing_arrives(small_games, subscribe,
+                                                                                    receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    # A template written around validation (a migration, a shell): the send checks the real path.
+    Subscription.objects.filter(destination=destination).update(file_name_template="{games}/\u202e{name}.{ext}")
+
+    assert sender.drain(destination.pk) == sender.FAILED
+
+    assert receiver.deliveries == []
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.dead_lettered_at is not None and "bidi character (U+202E)" in state.last_error
+
+
+def test_a_credentials_form_sent_back_with_errors_never_echoes_the_typed_secret(small_games, subscribe, receiver,
+                                                                              admin_client):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    form = {"client": destination.client_id, "name": destination.name, "kind": destination.kind,
+            "config": '{"url": "not json', "new_credentials": '{"secret": "%s"}' % SECRET, "enabled": "on",
+            "fast_retries": 5, "fence_reason": "", "subscriptions-TOTAL_FORMS": 0, "subscriptions-INITIAL_FORMS": 0}
+
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", form)
+
+    page = reply.content.decode()
+    assert reply.status_code == 200 and "errornote" in page  # sent back with errors
+    assert SECRET not in page and "c2VjcmV0LXRoYXQtbXVzdC1uZXZlci1sZWFr" not in page

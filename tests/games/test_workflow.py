@@ -153,3 +153,19 @@ def test_withdrawing_and_re_adding_an_entry_names_entry_unit_and_noc(games):
     kinds = [sorted(kind for kind, _ in row.records) for row in OutboxEntry.objects.order_by("id")]
     assert kinds == [["entry", "noc", "unit"], ["entry", "noc", "unit"]]
     assert Entry.objects.get(pk=entry.pk).status == Entry.Status.ENTERED
+
+
+@pytest.mark.parametrize("venue, message", [
+    ("Hall\x00A", r"the venue contains a character XML cannot carry \(U\+0000 at position 4\)"),
+    ("Hall\x0cA", r"the venue contains a character XML cannot carry \(U\+000C"),
+    ("Hall \ufffe", r"the venue contains a character XML cannot carry \(U\+FFFE"),
+    ("H" * 121, "the venue is longer than 120 characters"),
+    (42, "the venue must be text, not int"),
+])
+def test_a_venue_xml_cannot_carry_is_refused_naming_the_field_and_saves_nothing(games, venue, message):
+    fixture = Fixture.objects.filter(games=games, status=Fixture.Status.SCHEDULED).first()
+    before = saved_state(games)
+    with pytest.raises(WorkflowError, match=message):
+        workflow.move_fixture(fixture.pk, venue=venue)
+    assert saved_state(games) == before
+    assert Fixture.objects.get(pk=fixture.pk).venue == fixture.venue

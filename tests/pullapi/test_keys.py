@@ -1,10 +1,11 @@
 import logging
+import re
 
 import orjson
 import pytest
 
 from omnium.clients import keys
-from omnium.clients.models import ApiKey
+from omnium.clients.models import ApiKey, Client
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.log_scrubbing import ScrubApiKeys
 from tests.pullapi.conftest import bearer
@@ -101,3 +102,18 @@ def test_log_lines_never_carry_a_key():
                                ("omk_AbCd1234secretsecretsecretsecretsecret12", "curl"), None)
     ScrubApiKeys().filter(record)
     assert "omk_AbCd1234secret" not in record.getMessage() and "feedtype=medals" in record.getMessage()
+
+
+def test_a_new_key_is_shown_once_on_a_page_and_never_put_in_a_cookie_or_the_session(games, admin_client):
+    client = Client.objects.create(name="acme")
+
+    page = admin_client.post("/admin/clients/apikey/add/", {"client": client.pk, "name": "acme prod"})
+
+    shown = re.findall(r"omk_[A-Za-z0-9]{40}", page.content.decode())
+    assert page.status_code == 200 and len(set(shown)) == 1
+    key = shown[0]
+    assert keys.matches(key, ApiKey.objects.get(client=client).key_hash)
+    assert "no-store" in page["Cache-Control"]
+    assert all(key not in cookie.value for cookie in page.cookies.values())
+    assert all(key not in str(value) for value in admin_client.session.values())
+    assert key not in admin_client.get("/admin/clients/apikey/").content.decode()
