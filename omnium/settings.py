@@ -9,6 +9,7 @@ the development secret key or credential key, and cookies, HSTS and the HTTPS re
 on. Development flows (`make demo`, `make test`, the benchmarks) set DJANGO_DEBUG=true.
 """
 
+import ipaddress
 from pathlib import Path
 
 import environ
@@ -58,6 +59,14 @@ def _int(name: str, default: int, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def _networks(name: str) -> tuple:
+    """NAME as comma separated addresses or networks (10.0.0.0/8, ::1)."""
+    try:
+        return tuple(ipaddress.ip_network(text.strip()) for text in env.list(name, default=[]) if text.strip())
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must list addresses or networks: {exc}") from None
 
 
 def _positive_float(name: str, default: float) -> float:
@@ -288,15 +297,23 @@ OMNIUM.update({
     "PULL_LISTEN_FOR_CHANGES": _bool("OMNIUM_PULL_LISTEN_FOR_CHANGES", True),
     # Requests per second per client, across all API processes.
     "PULL_CLIENT_RATE": _positive_float("OMNIUM_PULL_CLIENT_RATE", 200.0),
-    # Failed key attempts per minute per source address before it is refused outright.
+    # Failed attempts per minute per (client address, key prefix) before more are refused
+    # outright (a valid key is always served).
     "PULL_FAILED_KEYS_PER_MINUTE": _int("OMNIUM_PULL_FAILED_KEYS_PER_MINUTE", 30, minimum=1),
+    # The proxies (addresses or networks) whose X-Forwarded-For is believed; behind none,
+    # the client's address is the connection's, whatever the header says.
+    "PULL_TRUSTED_PROXIES": _networks("OMNIUM_PULL_TRUSTED_PROXIES"),
     # A file PostgreSQL does not have is remembered as missing this long (shields PostgreSQL).
     "PULL_MISSING_TTL_S": _positive_float("OMNIUM_PULL_MISSING_TTL_S", 2.0),
     # After a failed Redis call, serve from memory without asking Redis for this long.
     "PULL_REDIS_RETRY_S": _positive_float("OMNIUM_PULL_REDIS_RETRY_S", 1.0),
 })
 
+# Named here, not left to DRF's defaults, which include Basic auth (a staff password on every
+# request) and let anyone in. The pull views set their own (keys, then the staff session).
 REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "omnium.pullapi.problems.problem_response",
     "UNAUTHENTICATED_USER": None,
@@ -307,6 +324,9 @@ SPECTACULAR_SETTINGS = {
                    "`Authorization: Bearer omk_…` or `X-Api-Key: omk_…`.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /v1/schema and /v1/docs: staff sessions only.
+    "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
 }
 # Legacy clients may send their key in the address: no log line may carry it.
 LOGGING.setdefault("filters", {})["scrub_api_keys"] = {"()": "omnium.pullapi.log_scrubbing.ScrubApiKeys"}

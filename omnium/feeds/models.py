@@ -60,6 +60,11 @@ class FeedDocument(models.Model):
     changed_at = models.DateTimeField()
     built_at = models.DateTimeField()
 
+    class Meta:
+        # The pull API finds a public document by its record id alone (/v1/fixtures/{id}):
+        # without this, every unknown id scanned the whole table.
+        indexes = [models.Index(fields=["feed_type", "filter"], name="feed_document_by_record")]
+
     def __str__(self):
         return f"{self.doc_key} v{self.seq}"
 

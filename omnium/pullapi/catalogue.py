@@ -69,6 +69,10 @@ class PullClient:
         # Split files carry their parent's shape (ensure_pull_cache subscribes them so).
         return entitled.get(filter) or entitled.get("")
 
+    def games_entitled_to(self, feed_type: str) -> set[str]:
+        """The Games codes in which this client may read `feed_type` (any filter)."""
+        return {games for games, entitled_type in self.entitlements if entitled_type == feed_type}
+
 
 @dataclass(frozen=True)
 class KnownKey:

@@ -1,9 +1,11 @@
-"""Failed key attempts, limited per source address (key guessing is refused, not slowed).
+"""Failed key attempts, limited per (client address, key prefix): guessing is refused, not slowed.
 
-Failures are counted in Redis per address per minute, so every API process shares the
-count. A process that sees an address pass the limit refuses it outright, valid key or
-not, until that minute ends. Only failures touch Redis: a client with a valid key costs
-one dictionary look-up here.
+Failures are counted in Redis per minute, so every API process shares the count. Once a
+(client address, key prefix) pair passes the limit, its failing attempts are refused outright
+until that minute ends. A valid key is checked first and always served: someone else's
+failures, from behind the same proxy or aimed at the same key, never lock its owner out.
+The key prefix is the key's public lookup id, so guessing one client's key is what gets
+counted; a made-up prefix names no key at all. Only failures touch Redis.
 """
 
 import threading
@@ -16,27 +18,27 @@ from omnium.pullapi.pull_redis import pull_redis
 
 WINDOW_S = 60
 
-_blocked: dict[str, float] = {}  # address -> blocked until (epoch seconds)
+_blocked: dict[tuple[str, str], float] = {}  # (client address, key prefix) -> blocked until (epoch s)
 _lock = threading.Lock()
 
 
-def blocked(address: str) -> float | None:
-    """Seconds until `address` may try again, or None when it is not blocked."""
-    until = _blocked.get(address)
+def blocked(address: str, prefix: str) -> float | None:
+    """Seconds until `address` may try `prefix` again, or None when it is not blocked."""
+    until = _blocked.get((address, prefix))
     if until is None:
         return None
     remaining = until - time.time()
     if remaining > 0:
         return remaining
     with _lock:
-        _blocked.pop(address, None)
+        _blocked.pop((address, prefix), None)
     return None
 
 
-def note_failure(address: str) -> float | None:
-    """Count a failed attempt; seconds to wait when the address is now over its limit."""
+def note_failure(address: str, prefix: str) -> float | None:
+    """Count a failed attempt; seconds to wait when the pair is now over its limit."""
     window = int(time.time() // WINDOW_S)
-    key = f"omnium:pull:failed-keys:{address}:{window}"
+    key = f"omnium:pull:failed-keys:{address}:{prefix}:{window}"
     try:
         pipe = pull_redis().pipeline(transaction=False)
         pipe.incr(key)
@@ -48,5 +50,5 @@ def note_failure(address: str) -> float | None:
         return None
     until = (window + 1) * WINDOW_S
     with _lock:
-        _blocked[address] = until
+        _blocked[(address, prefix)] = until
     return until - time.time()

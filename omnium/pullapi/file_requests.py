@@ -1,7 +1,14 @@
 """From what a client asked for to a file address, refusing what it may not have.
 
-Answers 404 for a Games or feed type that does not exist, 400 for a malformed filter and
-403 for a file the client is not entitled to; all from the in-memory catalogue.
+In this order: 400 for malformed parameters, 403 for a file the client is not entitled to,
+404 for a Games, feed type or record that does not exist. Entitlement comes before existence,
+so a key learns nothing about what lies outside its entitlements (a Games' code, a fixture
+id). Staff, entitled to everything, get the 404s. All from the in-memory catalogue, but for
+a record named by its id alone (`record_games`: an index, then memory).
+
+Public documents are gated by the feed they are drawn from: a Games' medal table by its
+medals feed, a unit's standings by its standings, a fixture by its calendar, an athlete's
+career by the results of a Games the athlete entered.
 """
 
 import re
@@ -11,6 +18,7 @@ from datetime import date
 from omnium.feeds import record_ids
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.resolvers import PULL_DEFINITIONS
+from omnium.pullapi import record_games
 from omnium.pullapi.addresses import FeedFileAddress, PublicDocumentAddress
 from omnium.pullapi.catalogue import AS_BUILT, PullClient, holder
 from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
@@ -38,6 +46,8 @@ def _valid_compact_id(text: str) -> bool:
         return False
 
 
+ENTITLED_BY = {"medals": "medals", "unit_standings": "standings", "fixture": "calendar", "career": "results"}
+
 FILTER_RULES = {
     "calendar_day": (_valid_date, "a date, YYYY-MM-DD"),
     "fixture": (_valid_compact_id, "a fixture id"),
@@ -54,21 +64,19 @@ def check_filter(feed_type: str, filter: str) -> None:
 def feed_file(user, games: str, feed_type: str, filter: str = "") -> FeedFileAddress:
     if not (_NAME.fullmatch(games) and _FEED_TYPE.fullmatch(feed_type)):
         raise Malformed("The Games code or feed type is malformed.")
+    if filter:
+        check_filter(feed_type, filter)
+    shape = user.shape_for(games, feed_type, filter) if isinstance(user, PullClient) else AS_BUILT
+    if shape is None:
+        raise NotEntitled()
     per_noc = holder.snapshot.definition(games, feed_type)
     if per_noc is None:
         raise UnknownFile(f"There is no {feed_type} feed for Games {games!r}.")
     needs_filter = per_noc or feed_type in PER_RECORD_FEED_TYPES
     if needs_filter != bool(filter):
         raise Malformed(f"The {feed_type} feed {'needs' if needs_filter else 'takes no'} filter.")
-    if filter:
-        check_filter(feed_type, filter)
     doc_key = f"{games}/{feed_type}/{filter}" if filter else f"{games}/{feed_type}"  # as FileKey spells it
-    if not isinstance(user, PullClient):
-        return FeedFileAddress(doc_key)  # staff: the file as built
-    shape = user.shape_for(games, feed_type, filter)
-    if shape is None:
-        raise NotEntitled()
-    return FeedFileAddress(doc_key, shape, user.id)
+    return FeedFileAddress(doc_key, shape, user.id if isinstance(user, PullClient) else None)
 
 
 def record_filter(record_id: str) -> str:
@@ -79,27 +87,43 @@ def record_filter(record_id: str) -> str:
         raise Malformed(f"{record_id!r} is not an id (a UUID).") from None
 
 
-def public_document(feed_type: str, record_id: str) -> PublicDocumentAddress:
-    return PublicDocumentAddress(feed_type, record_filter(record_id))
+def public_document(user, feed_type: str, record_id: str) -> PublicDocumentAddress:
+    """A fixture or a career, named by its record's id alone."""
+    filter = record_filter(record_id)
+    entitled = _games_entitled(user, ENTITLED_BY[feed_type])
+    if entitled is not None and not entitled:
+        raise NotEntitled()  # before any look-up: an id outside every entitlement tells nothing
+    found_in = record_games.games_of(feed_type, filter)
+    if not found_in:
+        raise UnknownFile()
+    if entitled is not None and not entitled & found_in:
+        raise NotEntitled()
+    return PublicDocumentAddress(feed_type, filter)
 
 
-def games_document(games: str, feed_type: str, filter: str = "") -> FeedFileAddress:
-    """A public document of one Games (medals, a unit's standings): as built, for any key."""
+def games_document(user, games: str, feed_type: str, filter: str = "") -> FeedFileAddress:
+    """A public document of one Games (medals, a unit's standings): as built."""
     if not _NAME.fullmatch(games):
         raise Malformed("The Games code is malformed.")
     if filter:
         check_filter(feed_type, filter)
+    entitled = _games_entitled(user, ENTITLED_BY[feed_type])
+    if entitled is not None and games not in entitled:
+        raise NotEntitled()
     if holder.snapshot.definition(games, feed_type) is None:
         raise UnknownFile(f"There is no {feed_type} document for Games {games!r}.")
     return FeedFileAddress(str(FileKey(games, feed_type, filter)), AS_BUILT)
 
 
+def _games_entitled(user, feed_type: str) -> set[str] | None:
+    """The Games whose `feed_type` a key holder may read; None for staff (every Games)."""
+    return user.games_entitled_to(feed_type) if isinstance(user, PullClient) else None
+
+
 def legacy_feed_type(games: str, feedtype: str) -> tuple[str, str]:
     """/getfeeds' feedtype: a feed type ("medals"), or a feed type and its filter joined by
     its last underscore ("country_IND", "calendar_day_2026-09-23")."""
-    if holder.snapshot.definition(games, feedtype) is not None:
-        return feedtype, ""
+    if holder.snapshot.definition(games, feedtype) is not None or "_" not in feedtype:
+        return feedtype, ""  # feed_file refuses it: 403 without the entitlement, else 404
     feed_type, _, filter = feedtype.rpartition("_")
-    if not feed_type or not filter:
-        raise UnknownFile(f"There is no {feedtype} feed for Games {games!r}.")
     return feed_type, filter

@@ -5,6 +5,9 @@ authenticator, the staff session, may try), `(PullClient, KnownKey)` for a valid
 raises AuthenticationFailed (401) for a key that is malformed, unknown, revoked or sent in
 the address without permission. Keys come from `Authorization: Bearer …`, `X-Api-Key`, or,
 for keys flagged for legacy clients, the `key` query parameter. All of it is in memory.
+
+A valid key is served before any failure count is consulted, so other people's failures never
+refuse it; failures are counted per (client address, key prefix) (`failed_keys`).
 """
 
 from rest_framework import exceptions
@@ -14,12 +17,13 @@ from omnium.clients import keys
 from omnium.pullapi import failed_keys
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.change_notices import ensure_current
+from omnium.pullapi.client_address import client_address
 
 QUERY_PARAMETER = "key"
 
 
 class TooManyFailedKeys(exceptions.Throttled):
-    default_detail = "Too many failed key attempts from your address."
+    default_detail = "Too many failed attempts with this key from your address."
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -28,26 +32,37 @@ class ApiKeyAuthentication(BaseAuthentication):
         presented, in_query = _presented_key(meta, request._request)
         if presented is None:
             return None
-        address = meta.get("REMOTE_ADDR", "")
-        wait = failed_keys.blocked(address)
-        if wait is not None:
-            raise TooManyFailedKeys(wait=wait)
         ensure_current()
-        known = holder.snapshot.keys.get(keys.lookup_id(presented)) if keys.looks_like_key(presented) else None
-        if known is None or not keys.matches(presented, known.key_hash):
-            self._fail(address, "Unknown or revoked API key.")
-        if in_query and not known.query_string_allowed:
-            self._fail(address, "This key may not be sent in the address; send it in the Authorization header.")
-        return known.client, known
+        known = _known_key(presented)
+        if known is not None and (known.query_string_allowed or not in_query):
+            return known.client, known
+        if known is None:
+            self._fail(meta, presented, "Unknown or revoked API key.")
+        self._fail(meta, presented, "This key may not be sent in the address; send it in the Authorization header.")
 
     def authenticate_header(self, request):
         return 'Bearer realm="omnium"'
 
-    def _fail(self, address: str, detail: str):
-        wait = failed_keys.note_failure(address)
+    def _fail(self, meta, presented: str, detail: str):
+        address, prefix = client_address(meta), _prefix(presented)
+        wait = failed_keys.blocked(address, prefix) or failed_keys.note_failure(address, prefix)
         if wait is not None:
             raise TooManyFailedKeys(wait=wait)
         raise exceptions.AuthenticationFailed(detail)
+
+
+def _known_key(presented: str):
+    """The catalogue's entry for a valid key, or None (constant-time comparison)."""
+    if not keys.looks_like_key(presented):
+        return None
+    known = holder.snapshot.keys.get(keys.lookup_id(presented))
+    return known if known is not None and keys.matches(presented, known.key_hash) else None
+
+
+def _prefix(presented: str) -> str:
+    """What failures are counted under: the lookup id of something shaped like a key, else one
+    shared name (arbitrary text must not make arbitrary Redis keys)."""
+    return keys.lookup_id(presented) if keys.looks_like_key(presented) else "malformed"
 
 
 def _presented_key(meta, django_request) -> tuple[str | None, bool]:

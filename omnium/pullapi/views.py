@@ -162,24 +162,24 @@ class GetFeedsView(PullView):
 
 
 class FixtureDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="A fixture with its competitors (public document)")
+    @extend_schema(responses=FILE_RESPONSES, summary="A fixture with its competitors (needs the calendar of its Games)")
     def get(self, request, fixture_id):
-        return self.serve(request, file_requests.public_document("fixture", fixture_id))
+        return self.serve(request, file_requests.public_document(request.user, "fixture", fixture_id))
 
 
 class CareerDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="An athlete's career across Games (public document)")
+    @extend_schema(responses=FILE_RESPONSES, summary="An athlete's career across Games (needs the results of a Games entered)")
     def get(self, request, athlete_id):
-        return self.serve(request, file_requests.public_document("career", athlete_id))
+        return self.serve(request, file_requests.public_document(request.user, "career", athlete_id))
 
 
 class StandingsDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="The standings of one unit (public document)")
+    @extend_schema(responses=FILE_RESPONSES, summary="The standings of one unit (needs the standings of the Games)")
     def get(self, request, games, unit):
-        return self.serve(request, file_requests.games_document(games, "unit_standings", unit))
+        return self.serve(request, file_requests.games_document(request.user, games, "unit_standings", unit))
 
 
 class MedalsDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="The medal table (public document)")
+    @extend_schema(responses=FILE_RESPONSES, summary="The medal table (needs the medals of the Games)")
     def get(self, request, games):
-        return self.serve(request, file_requests.games_document(games, "medals"))
+        return self.serve(request, file_requests.games_document(request.user, games, "medals"))

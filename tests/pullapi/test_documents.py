@@ -1,8 +1,10 @@
 import json
+import uuid
 from io import StringIO
 
 import orjson
 from django.core.management import call_command
+from django.db import connection
 
 from omnium.clients.models import Subscription
 from omnium.feeds import changes, record_ids
@@ -10,20 +12,43 @@ from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Athlete, Fixture, MedalEvent
+from omnium.pullapi import record_games
 from tests.pullapi.conftest import bearer, fill_pull_cache
 
 
-def test_public_documents_need_a_key_but_no_entitlement(games, entitle, http):
-    _, key = entitle("fanapp", games, "medals")
+def test_public_documents_need_the_entitlement_they_are_drawn_from(games, entitle, http):
+    _, everything = entitle("fanapp", games, "medals", "standings", "calendar")
     fixture = Fixture.objects.filter(games=games).first()
     unit = MedalEvent.objects.filter(games=games).order_by("code").first()
-    for path in (f"/v1/fixtures/{fixture.pk}", f"/v1/standings/{games.code}/{unit.code}", f"/v1/medals/{games.code}"):
+    documents = {"calendar": f"/v1/fixtures/{fixture.pk}", "standings": f"/v1/standings/{games.code}/{unit.code}",
+                 "medals": f"/v1/medals/{games.code}"}
+    for feed_type, path in documents.items():
+        _, only_this = entitle(f"only-{feed_type}", games, feed_type)
         assert http.get(path).status_code == 401, path
-        response = http.get(path, **bearer(key))
-        assert response.status_code == 200, path
-    fixture_doc = orjson.loads(http.get(f"/v1/fixtures/{fixture.pk}", **bearer(key)).content)
+        assert http.get(path, **bearer(everything)).status_code == 200, path
+        assert http.get(path, **bearer(only_this)).status_code == 200, path
+        others = [other for other in documents.values() if other != path]
+        assert [http.get(other, **bearer(only_this)).status_code for other in others] == [403, 403], feed_type
+    fixture_doc = orjson.loads(http.get(f"/v1/fixtures/{fixture.pk}", **bearer(everything)).content)
     assert fixture_doc["data"]["fixture"]["id"] == str(fixture.pk)
-    assert http.get(f"/v1/standings/{games.code}/NOPE", **bearer(key)).status_code == 404
+    assert http.get(f"/v1/standings/{games.code}/NOPE", **bearer(everything)).status_code == 404
+    assert http.get(f"/v1/fixtures/{uuid.uuid4()}", **bearer(everything)).status_code == 404
+
+
+def test_an_unentitled_key_gets_403_before_any_404(games, entitle, http):
+    _, medals_only = entitle("fanapp", games, "medals")
+    for path in (f"/v1/fixtures/{uuid.uuid4()}", f"/v1/athletes/{uuid.uuid4()}/career",
+                 f"/v1/standings/{games.code}/NOPE", "/v1/medals/nope", f"/v1/feeds/{games.code}/nonsense",
+                 "/v1/feeds/nope/medals", f"/getfeeds?seriesid={games.code}&feedtype=nonsense"):
+        assert http.get(path, **bearer(medals_only)).status_code == 403, path
+
+
+def test_an_unknown_record_id_is_answered_through_an_index_not_a_scan(games):
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the small test table would be scanned anyway
+        cursor.execute("EXPLAIN " + record_games.GAMES_OF_RECORD, ["fixture", "x" * 26])
+        plan = " ".join(row[0] for row in cursor.fetchall())
+    assert "feed_document_by_record" in plan and "Seq Scan on feeds_feeddocument" not in plan
 
 
 def test_athlete_career_is_a_public_document(games, entitle, http):
@@ -31,7 +56,7 @@ def test_athlete_career_is_a_public_document(games, entitle, http):
     doc_key = f"{games.code}/career/{record_ids.compact(athlete.pk)}"
     build_file(doc_key)
     fill_pull_cache()
-    _, key = entitle("fanapp", games, "medals")
+    _, key = entitle("fanapp", games, "results")
     career = orjson.loads(http.get(f"/v1/athletes/{athlete.pk}/career", **bearer(key)).content)
     assert career["data"]["athlete"]["id"] == str(athlete.pk) and career["data"]["results"]
 

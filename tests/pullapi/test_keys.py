@@ -1,3 +1,5 @@
+import base64
+import ipaddress
 import logging
 import re
 
@@ -78,16 +80,41 @@ def test_key_in_query_string_only_for_keys_flagged_legacy(games, entitle, http):
     assert http.get("/getfeeds", {**params, "key": legacy}).status_code == 200
 
 
-def test_failed_keys_from_one_address_are_refused_with_429(games, entitle, http, settings):
+def guesses(http, games, key: str, count: int, **meta) -> list[int]:
+    """`count` attempts with `key` changed in its secret part (its prefix kept): a guess at it."""
+    forged = key[: keys.LOOKUP_LENGTH] + ("B" if key[-1] != "B" else "C") * keys.SECRET_LENGTH
+    return [http.get(f"/v1/feeds/{games.code}/medals", **bearer(forged), **meta).status_code for _ in range(count)]
+
+
+def test_guessing_a_key_is_refused_with_429_but_its_owner_is_still_served(games, entitle, http, settings):
     settings.OMNIUM = {**settings.OMNIUM, "PULL_FAILED_KEYS_PER_MINUTE": 3}
     _, key = entitle("acme", games, "medals")
     address = {"REMOTE_ADDR": "198.51.100.7"}
-    codes = [http.get(f"/v1/feeds/{games.code}/medals", HTTP_X_API_KEY="omk_wrong", **address).status_code
-             for _ in range(5)]
+
+    codes = guesses(http, games, key, 5, **address)
+
     assert codes[:3] == [401, 401, 401] and codes[3:] == [429, 429]
-    blocked = http.get(f"/v1/feeds/{games.code}/medals", **bearer(key), **address)
-    assert blocked.status_code == 429 and int(blocked["Retry-After"]) > 0  # even a valid key, from there
-    assert http.get(f"/v1/feeds/{games.code}/medals", **bearer(key)).status_code == 200  # others unaffected
+    blocked = http.get(f"/v1/feeds/{games.code}/medals", HTTP_X_API_KEY="omk_wrong", **address)
+    assert blocked.status_code == 401, "another prefix is counted on its own"
+    assert http.get(f"/v1/feeds/{games.code}/medals", **bearer(key), **address).status_code == 200
+
+
+def test_failures_are_counted_per_client_behind_a_trusted_proxy_never_per_proxy(games, entitle, http, settings):
+    settings.OMNIUM = {**settings.OMNIUM, "PULL_FAILED_KEYS_PER_MINUTE": 3,
+                       "PULL_TRUSTED_PROXIES": (ipaddress.ip_network("10.0.0.0/8"),)}
+    _, key = entitle("acme", games, "medals")
+    attacker = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "203.0.113.66"}
+    neighbour = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "203.0.113.5"}
+
+    assert guesses(http, games, key, 4, **attacker)[-1] == 429
+
+    assert guesses(http, games, key, 1, **neighbour) == [401], "the proxy's address is not the client's"
+    # From outside the proxies, X-Forwarded-For is ignored: it can neither borrow another
+    # client's count nor escape its own; nor does a hop added before the proxy's.
+    assert guesses(http, games, key, 1, REMOTE_ADDR="203.0.113.88", HTTP_X_FORWARDED_FOR="203.0.113.5") == [401]
+    assert guesses(http, games, key, 4, REMOTE_ADDR="203.0.113.66", HTTP_X_FORWARDED_FOR="192.0.2.1")[-1] == 429
+    assert guesses(http, games, key, 1, REMOTE_ADDR="10.0.0.2",
+                   HTTP_X_FORWARDED_FOR="192.0.2.9, 203.0.113.66") == [429]
 
 
 def test_client_over_its_rate_gets_429(games, entitle, http, settings):
@@ -117,3 +144,17 @@ def test_a_new_key_is_shown_once_on_a_page_and_never_put_in_a_cookie_or_the_sess
     assert all(key not in cookie.value for cookie in page.cookies.values())
     assert all(key not in str(value) for value in admin_client.session.values())
     assert key not in admin_client.get("/admin/clients/apikey/").content.decode()
+
+
+def test_the_schema_and_docs_are_for_staff_sessions_only_and_basic_auth_is_refused(games, entitle, http,
+                                                                                   admin_client, admin_user):
+    _, key = entitle("acme", games, "medals")
+    basic = "Basic " + base64.b64encode(b"admin:password").decode()  # pytest-django's admin_user
+
+    assert http.get("/v1/schema").status_code == 403
+    assert http.get("/v1/schema", **bearer(key)).status_code == 403
+    assert http.get("/v1/schema", HTTP_AUTHORIZATION=basic).status_code == 403
+    assert http.get(f"/v1/feeds/{games.code}/medals", HTTP_AUTHORIZATION=basic).status_code == 401
+    assert http.get("/v1/docs", **bearer(key)).status_code == 302  # to the admin login
+    assert admin_client.get("/v1/schema").status_code == 200
+    assert admin_client.get("/v1/docs").status_code == 200
