@@ -5,7 +5,7 @@ touched, and refuses bad input with a WorkflowError before anything is saved. A 
 changes nothing writes nothing, so a file's "last updated" never moves without a real change.
 """
 
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ValidationError
@@ -71,6 +71,17 @@ def _text(field: str, value, max_length: int) -> str:
     if len(text) > max_length:
         raise WorkflowError(f"the {field} is longer than {max_length} characters")
     return text
+
+
+def _in_utc(moment: datetime) -> datetime:
+    """`moment` in UTC, as every time is stored (PostgreSQL cannot even parse an offset with
+    seconds, such as +00:00:00.000001, which Python allows)."""
+    if moment.utcoffset() is None:
+        raise WorkflowError("the start time must carry a time zone")
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise WorkflowError(f"the start time {moment.isoformat()} is out of range") from None
 
 
 def _competitors_by_entry(fixture: Fixture) -> dict[str, Competitor]:
@@ -227,8 +238,8 @@ def move_fixture(fixture_id, *, starts_at: datetime | None = None, venue: str | 
         raise WorkflowError("give a new start time or a new venue")
     if starts_at is not None and not isinstance(starts_at, datetime):
         raise WorkflowError(f"the start time must be a datetime, not {type(starts_at).__name__}")
-    if starts_at is not None and starts_at.utcoffset() is None:
-        raise WorkflowError("the start time must carry a time zone")
+    if starts_at is not None:
+        starts_at = _in_utc(starts_at)
     if venue is not None:
         venue = _text("venue", venue, Fixture._meta.get_field("venue").max_length)
     if fixture.status != Fixture.Status.SCHEDULED:
