@@ -41,6 +41,7 @@ def application(environ, start_response):
     global _wsgi
     if _wsgi is None:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
+        os.environ.setdefault("DJANGO_DEBUG", "true")  # as setup_environment, when granian starts us alone
         import django
 
         django.setup()
@@ -90,6 +91,7 @@ def setup_environment(pull_redis_url: str) -> None:
     os.environ["OMNIUM_PULL_REDIS_URL"] = pull_redis_url
     os.environ["OMNIUM_PULL_CLIENT_RATE"] = "1000000000"  # measure serving, not the throttle
     os.environ["DJANGO_SETTINGS_MODULE"] = "omnium.settings"
+    os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
     sys.path.insert(0, str(ROOT))
     subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
     import django
