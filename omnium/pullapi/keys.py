@@ -36,9 +36,8 @@ class ApiKeyAuthentication(BaseAuthentication):
         known = _known_key(presented)
         if known is not None and (known.query_string_allowed or not in_query):
             return known.client, known
-        if known is None:
-            self._fail(meta, presented, "Unknown or revoked API key.")
-        self._fail(meta, presented, "This key may not be sent in the address; send it in the Authorization header.")
+        self._fail(meta, presented, "Unknown or revoked API key." if known is None else
+                   "This key may not be sent in the address; send it in the Authorization header.")
 
     def authenticate_header(self, request):
         return 'Bearer realm="omnium"'
