@@ -5,7 +5,7 @@ touched, and refuses bad input with a WorkflowError before anything is saved. A 
 changes nothing writes nothing, so a file's "last updated" never moves without a real change.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ValidationError
@@ -79,7 +79,7 @@ def _in_utc(moment: datetime) -> datetime:
     if moment.utcoffset() is None:
         raise WorkflowError("the start time must carry a time zone")
     try:
-        return moment.astimezone(timezone.utc)
+        return moment.astimezone(UTC)
     except OverflowError:
         raise WorkflowError(f"the start time {moment.isoformat()} is out of range") from None
 

@@ -100,7 +100,7 @@ def test_a_path_made_unsafe_after_validation_is_refused_at_send_and_nothing_arri
     # A template written around validation (a migration, a shell): the send checks the real path.
     Subscription.objects.filter(destination=destination).update(file_name_template="{games}/\u202e{name}.{ext}")
 
-    assert sender.drain(destination.pk) == sender.FAILED
+    assert sender.drain(destination.pk) == sender.Outcome.FAILED
 
     assert receiver.deliveries == []
     state = DeliveryState.objects.get(destination=destination)
@@ -111,7 +111,7 @@ def test_a_credentials_form_sent_back_with_errors_never_echoes_the_typed_secret(
                                                                               admin_client):
     destination = subscribe(small_games, webhook_settings(receiver.url))
     form = {"client": destination.client_id, "name": destination.name, "kind": destination.kind,
-            "config": '{"url": "not json', "new_credentials": '{"secret": "%s"}' % SECRET, "enabled": "on",
+            "config": '{"url": "not json', "new_credentials": json.dumps({"secret": SECRET}), "enabled": "on",
             "fast_retries": 5, "fence_reason": "", "subscriptions-TOTAL_FORMS": 0, "subscriptions-INITIAL_FORMS": 0}
 
     reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", form)

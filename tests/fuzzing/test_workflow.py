@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devtools.generator import Generator
 from omnium.games import workflow
 from omnium.games.errors import WorkflowError
-from omnium.games.generator import Generator
 from omnium.games.models import Competitor, Fixture, MedalAward, OutboxEntry
 from tests.fuzzing import FUZZ
 

@@ -8,11 +8,11 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from devtools.loopback.hosts import QuietHandler, serve_http
+from devtools.processes import free_port
 from omnium.alerts.models import Alert
 from omnium.delivery import health
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
-from omnium.loopback.hosts import QuietHandler, serve_http
-from omnium.loopback.servers import free_port
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
 from tests.delivery.fixtures import webhook_settings

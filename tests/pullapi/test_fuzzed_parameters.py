@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.fuzzing import FUZZ
-from tests.pullapi.conftest import _catalogue_driven_by_hand, bearer, entitle, games, http  # noqa: F401 (fixtures)
+from tests.pullapi.conftest import bearer
 
 SEGMENT = st.one_of(
     st.text(max_size=30),
