@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from devtools.loopback.hosts import WebhookReceiver
 from devtools.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
-from omnium.transports.base import Transport, TransportError
+from omnium.transports.base import Transport, TransportError, temporary_name
 from omnium.transports.registry import TRANSPORTS
 
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -268,6 +268,17 @@ def cut_mid_upload(kit: Kit, root: Path, path: str) -> Path:
     assert failures and temporary.exists(), "the cut send failed and left its temporary file"
     _wait_until_still(temporary)
     return temporary
+
+
+def left_by_a_killed_sender(root: Path, path: str) -> Path:
+    """The partial temporary file that a sender killed mid-upload leaves at ``path`` (below the
+    server's ``root``): the server keeps what it had received, and no one is left to delete it.
+    (A sender that survives its cut deletes its own temporary file when the session still
+    answers, as the FTP transport does, so a real cut leaves nothing there to clean.)"""
+    partial = root / temporary_name(path)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    partial.write_bytes(os.urandom(1_000_000))
+    return partial
 
 
 def _wait_until_still(file: Path, quiet: float = 0.3) -> None:

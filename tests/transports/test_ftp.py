@@ -6,7 +6,7 @@ import pytest
 
 from omnium.transports import TransportError
 
-from .kits import FTPKit, age_by_an_hour, cut_mid_upload, feed_path, leftovers_beside
+from .kits import FTPKit, age_by_an_hour, feed_path, left_by_a_killed_sender, leftovers_beside
 
 pytestmark = pytest.mark.servers
 
@@ -41,10 +41,10 @@ def test_upload_leaves_only_the_final_file(ftp_kit, ftp_server):
     assert [entry.name for entry in folder.iterdir()] == ["medals.json"]
 
 
-def test_next_connection_removes_the_temporary_file_a_cut_send_left(ftp_kit, ftp_server):
+def test_next_connection_removes_the_temporary_file_a_killed_sender_left(ftp_kit, ftp_server):
     path = feed_path()
     final = ftp_server.root / path
-    left_by_the_cut = cut_mid_upload(ftp_kit, ftp_server.root, path)
+    left_by_the_cut = left_by_a_killed_sender(ftp_server.root, path)
     age_by_an_hour(left_by_the_cut)  # long past the send deadline: that send has surely ended
     kept = leftovers_beside(final)
 
