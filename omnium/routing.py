@@ -6,6 +6,8 @@ historical recomputation on `backfill`. Run at least one worker that consumes on
 queues, so that no bulk task can occupy it.
 """
 
+from kombu import Exchange, Queue
+
 from omnium.conf import omnium_setting
 
 LIVE, BULK, BACKFILL = "live", "bulk", "backfill"
@@ -28,6 +30,26 @@ DELIVERY_CONTROL_QUEUE = "deliver.control"
 
 def delivery_queue(destination_id: int) -> str:
     return f"deliver.{destination_id}"
+
+
+# A destination's queue is durable, and expires once no worker has consumed it for a day:
+# when its destination is deleted the workers stop consuming it (queues.consume_exactly).
+# A kick declares it again, so an expired queue lost only hints (the sweeper re-kicks).
+DELIVERY_QUEUE_EXPIRES_MS = 24 * 3600 * 1000
+
+
+def delivery_queue_options(destination_id: int) -> dict:
+    """How a destination's queue is declared, by the kicks and by the consuming workers alike:
+    RabbitMQ refuses a second declaration with other arguments."""
+    name = delivery_queue(destination_id)
+    return {"exchange": name, "exchange_type": "direct", "routing_key": name, "durable": True,
+            "queue_arguments": {"x-expires": DELIVERY_QUEUE_EXPIRES_MS}}
+
+
+def delivery_queue_declaration(destination_id: int) -> Queue:
+    options = delivery_queue_options(destination_id)
+    return Queue(delivery_queue(destination_id), Exchange(options["exchange"], options["exchange_type"]),
+                 options["routing_key"], durable=True, queue_arguments=options["queue_arguments"])
 
 
 # Tasks sent by name, so the modules that send them need not import the task modules

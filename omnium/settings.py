@@ -192,9 +192,14 @@ LOGGING = {
 }
 
 # --- Celery -------------------------------------------------------------------------------
-# Redis is the broker: it carries hints only. PostgreSQL is the record, and the sweepers
-# re-derive every piece of owed work from it (ARCHITECTURE rule 1).
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+# RabbitMQ is the broker, a component of its own: a Redis outage stops no build and no push
+# to S3, SFTP, FTP or a webhook. It pushes messages to consumers of any number of queues
+# (one per destination), and returns a dead worker's unacknowledged messages at once. It
+# carries hints only: PostgreSQL is the record, and the sweepers re-derive every piece of
+# owed work from it (ARCHITECTURE rule 1). A Redis URL here still works (a documented option).
+CELERY_BROKER_URL = _secret("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
+# RabbitMQ's management API: queue depths for Flower (--broker_api) and the tooling.
+CELERY_BROKER_MANAGEMENT_URL = _secret("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -202,9 +207,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_CREATE_MISSING_QUEUES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Well above the longest task and every countdown, so an unacked task is not redelivered
-# while it still runs.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# With a Redis broker: well above the longest task and every countdown, so an unacked task
+# is not redelivered while it still runs (RabbitMQ redelivers when the consumer is gone).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600} if CELERY_BROKER_URL.startswith("redis") else {}
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_TIMEZONE = "UTC"

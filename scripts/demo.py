@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
 os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
+DEMO_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/omnium_demo"  # a RabbitMQ vhost of the demo's own
+os.environ.setdefault("CELERY_BROKER_URL", DEMO_BROKER_URL)
 
 import django  # noqa: E402
 
@@ -34,7 +36,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count, Sum  # noqa: E402
 
-from devtools import load_games, processes  # noqa: E402
+from devtools import broker, load_games, processes  # noqa: E402
 from devtools.latency import change_to_built_seconds, percentile  # noqa: E402
 from devtools.loopback import receivers as loopback  # noqa: E402
 from devtools.provisioning import provision_destination  # noqa: E402
@@ -136,8 +138,10 @@ def start_pipeline() -> list:
 
 def start_flower() -> processes.ManagedProcess:
     password = secrets.token_urlsafe(12)
+    # --broker_api: Flower reads every destination queue's depth from RabbitMQ's management API.
     flower = processes.ManagedProcess(
-        [*processes.CELERY, "flower", "--address=127.0.0.1", "--port=5555", f"--basic-auth=ops:{password}"],
+        [*processes.CELERY, "flower", "--address=127.0.0.1", "--port=5555", f"--basic-auth=ops:{password}",
+         f"--broker_api={settings.CELERY_BROKER_MANAGEMENT_URL}"],
         "demo-flower")
     say(f"Flower: http://127.0.0.1:5555/  (user ops, password {password})")
     return flower
@@ -212,6 +216,8 @@ def _round(value):
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     redis_client().flushdb()  # hints and counters only; PostgreSQL is the record
+    if settings.CELERY_BROKER_URL == DEMO_BROKER_URL:  # the demo's own vhost: last run's kicks go
+        broker.ensure_vhost(settings.CELERY_BROKER_MANAGEMENT_URL, DEMO_BROKER_URL, fresh=True)
     running, receivers = [], None
     try:
         games = load_and_build()

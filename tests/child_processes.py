@@ -2,6 +2,7 @@
 
 import os
 
+from django.conf import settings
 from django.db import connection
 
 from devtools import processes
@@ -15,6 +16,7 @@ def child_environment(**overrides) -> dict:
     env = dict(os.environ)
     env.setdefault("DJANGO_DEBUG", "true")  # children load the settings too, with the development keys
     env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL  # this run's own vhost (tests/conftest.py)
     env.update({k: str(v) for k, v in overrides.items()})
     return env
 

@@ -7,10 +7,11 @@ fast tier that tries to start a process fails and says which mark it needs.
 """
 
 import pytest
+from celery import current_app
 from django.conf import settings
 from django.test import TransactionTestCase
 
-from devtools import processes
+from devtools import broker, processes
 from omnium.redis_client import redis_client
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES
 from tests import child_processes, database_snapshots
@@ -26,6 +27,19 @@ WORKER_FIXTURES = {"worker", "beat", "pipeline"}
 def pytest_configure(config):
     assert not settings.REDIS_URL.endswith("/0"), "run tests through `make test` (REDIS_URL=.../15)"
     TransactionTestCase._fixture_teardown = _empty_every_table
+    _broker_of_this_run()
+
+
+def _broker_of_this_run():
+    """RabbitMQ: a vhost named after the test database, emptied, for this process and the
+    workers it starts (child_processes passes the URL on), so that no kick of another run or
+    of the demo reaches them. (A Redis broker is a database of REDIS_URL's server already.)"""
+    if not settings.CELERY_BROKER_URL.startswith("amqp"):
+        return
+    url = broker.with_vhost(settings.CELERY_BROKER_URL, settings.DATABASES["default"]["TEST"]["NAME"])
+    broker.ensure_vhost(settings.CELERY_BROKER_MANAGEMENT_URL, url, fresh=True)
+    settings.CELERY_BROKER_URL = url
+    current_app.conf.broker_url = url
 
 
 def _empty_every_table(self):

@@ -10,7 +10,7 @@ import logging
 
 from celery import current_app
 
-from omnium.routing import DRAIN_DESTINATION, delivery_queue
+from omnium.routing import DRAIN_DESTINATION, delivery_queue_declaration
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 def kick(destination_id: int, countdown: float = 0) -> None:
     """Hint the destination's sender that it has owed work."""
     try:
-        current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=delivery_queue(destination_id),
+        current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=delivery_queue_declaration(destination_id),
                               countdown=countdown)
     except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
         log.warning("could not kick destination %s", destination_id, exc_info=True)
@@ -34,6 +34,6 @@ def kick_all(destination_ids) -> None:
         with current_app.producer_or_acquire() as producer, producer.batch():
             for destination_id in destination_ids:
                 current_app.send_task(DRAIN_DESTINATION, args=[destination_id],
-                                      queue=delivery_queue(destination_id), producer=producer)
+                                      queue=delivery_queue_declaration(destination_id), producer=producer)
     except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
         log.warning("could not kick %d destinations", len(destination_ids), exc_info=True)

@@ -1,9 +1,10 @@
-"""Per-destination queues: which exist, and making delivery workers consume them.
+"""Per-destination queues: which exist, and making delivery workers consume exactly those.
 
-A delivery worker is any worker that consumes DELIVERY_CONTROL_QUEUE. At start it adds every
-destination's queue (read from the database, see `worker_threads`); when a destination is
-created, a broadcast tells running delivery workers to add its queue (no restart); and every
-sweep repeats that broadcast, so a worker that missed one catches up within seconds.
+A delivery worker is any worker that consumes DELIVERY_CONTROL_QUEUE. At start it consumes
+every destination's queue (read from the database, see `worker_threads`); when a destination
+is created, a broadcast tells running delivery workers to add its queue (no restart); and
+every sweep broadcasts the whole list, so a worker that missed a broadcast catches up within
+seconds and stops consuming the queues of deleted destinations (which then expire).
 """
 
 import logging
@@ -14,50 +15,71 @@ from django.db import transaction
 from django.db.models.signals import post_save
 
 from omnium.clients.models import Destination
-from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue
+from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue, delivery_queue_options
 
 log = logging.getLogger(__name__)
+QUEUE_PREFIX = delivery_queue(0).removesuffix("0")
 
 
-def destination_queues() -> list[str]:
-    return [delivery_queue(pk) for pk in Destination.objects.order_by("pk").values_list("pk", flat=True)]
+def destination_ids() -> list[int]:
+    return list(Destination.objects.order_by("pk").values_list("pk", flat=True))
 
 
 def is_delivery_worker(consumer) -> bool:
     return consumer.task_consumer is not None and consumer.task_consumer.consuming_from(DELIVERY_CONTROL_QUEUE)
 
 
-def consume(consumer, queues) -> int:
-    """Add the queues this worker does not consume yet; returns how many were added."""
+def consumed_destinations(consumer) -> set[int]:
+    """The destinations whose queues this worker consumes (none while it starts or stops)."""
+    if consumer.task_consumer is None:
+        return set()
+    names = (queue.name for queue in consumer.task_consumer.queues)
+    return {int(name.removeprefix(QUEUE_PREFIX)) for name in names
+            if name.startswith(QUEUE_PREFIX) and name.removeprefix(QUEUE_PREFIX).isdigit()}
+
+
+def consume(consumer, ids) -> int:
+    """Add the queues of these destinations that this worker does not consume yet."""
     # One set of the queues consumed, not consuming_from() per queue: that scans every queue,
     # and the sweeper announces every destination's queue every few seconds.
-    consumed = {queue.name for queue in consumer.task_consumer.queues}
-    missing = [queue for queue in queues if queue not in consumed]
-    for queue in missing:
-        consumer.add_task_queue(queue)
+    missing = set(ids) - consumed_destinations(consumer)
+    for destination_id in sorted(missing):
+        consumer.add_task_queue(delivery_queue(destination_id), **delivery_queue_options(destination_id))
     return len(missing)
 
 
-@control_command(args=[("queues", list)], signature="<queues>")
-def omnium_consume_queues(state, queues=()):
-    """Broadcast: delivery workers start consuming these destination queues."""
+def consume_exactly(consumer, ids) -> tuple[int, int]:
+    """Consume these destinations' queues and no other destination's; (added, dropped)."""
+    extra = consumed_destinations(consumer) - set(ids)
+    for destination_id in sorted(extra):
+        consumer.cancel_task_queue(delivery_queue(destination_id))
+    return consume(consumer, ids), len(extra)
+
+
+@control_command(args=[("destinations", list), ("complete", bool)], signature="<destinations> [complete]")
+def omnium_consume_queues(state, destinations=(), complete=False):
+    """Broadcast: delivery workers consume these destinations' queues (and, when the list is
+    `complete`, stop consuming every other destination's)."""
     consumer = state.consumer
-    if is_delivery_worker(consumer):
-        consumer.call_soon(consume, consumer, list(queues))
-    return {"ok": "delivery worker" if is_delivery_worker(consumer) else "not a delivery worker"}
+    if not is_delivery_worker(consumer):
+        return {"ok": "not a delivery worker"}
+    consumer.call_soon(consume_exactly if complete else consume, consumer, list(destinations))
+    return {"ok": "delivery worker"}
 
 
-def announce_queues(queues: list[str]) -> None:
-    """Tell every running delivery worker to consume `queues` (a hint; the sweeper repeats it)."""
+def announce(ids: list[int], complete: bool = False) -> None:
+    """Tell every running delivery worker to consume these destinations' queues (a hint; the
+    sweeper repeats it with the complete list)."""
     try:
-        current_app.control.broadcast("omnium_consume_queues", arguments={"queues": queues}, reply=False)
+        current_app.control.broadcast("omnium_consume_queues", arguments={"destinations": ids, "complete": complete},
+                                      reply=False)
     except Exception:
-        log.warning("could not broadcast new delivery queues", exc_info=True)
+        log.warning("could not broadcast delivery queues", exc_info=True)
 
 
 def _announce_new_destination(sender, instance, created, **kwargs):
     if created:
-        transaction.on_commit(lambda: announce_queues([delivery_queue(instance.pk)]))
+        transaction.on_commit(lambda: announce([instance.pk]))
 
 
 post_save.connect(_announce_new_destination, sender=Destination, dispatch_uid="delivery-announce-queue")

@@ -86,7 +86,7 @@ def sweep_deliveries() -> dict:
         timers = cursor.rowcount
         cursor.execute(NEEDS_A_KICK)
         idle = [row[0] for row in cursor.fetchall()]
-    queues.announce_queues(queues.destination_queues())
+    queues.announce(queues.destination_ids(), complete=True)
     kicked = [d for d in idle if _first_rekick_in_a_while(d)]
     for destination_id in kicked:
         kick(destination_id)

@@ -24,17 +24,10 @@ from omnium.redis_client import redis_client
 log = logging.getLogger(__name__)
 
 
-def served_destinations(consumer) -> list[int]:
-    if consumer.task_consumer is None:  # the worker is starting or stopping
-        return []
-    names = [queue.name for queue in consumer.task_consumer.queues]
-    return [int(name.split(".", 1)[1]) for name in names if name.split(".", 1)[1].isdigit()]
-
-
 def _heartbeat_loop(consumer, hostname: str) -> None:
     while True:
         try:
-            health.beat(hostname, served_destinations(consumer))
+            health.beat(hostname, sorted(queues.consumed_destinations(consumer)))
         except Exception:  # a heartbeat must never kill the worker
             log.warning("heartbeat failed", exc_info=True)
         time.sleep(health.heartbeat_interval_s())
@@ -60,7 +53,7 @@ def _obey(command: dict) -> None:
 @worker_ready.connect
 def _start_delivery_worker(sender, **kwargs):
     if queues.is_delivery_worker(sender):
-        added = queues.consume(sender, queues.destination_queues())
+        added = queues.consume(sender, queues.destination_ids())
         log.info("delivery worker: consuming %d destination queues", added)
         start(sender)
 
