@@ -225,8 +225,10 @@ OMNIUM = {
     "BUILD_MAX_WAIT_S": _positive_float("OMNIUM_BUILD_MAX_WAIT_S", 3.0),
     # How often beat runs the backstop sweeper over PostgreSQL.
     "SWEEP_INTERVAL_S": _positive_float("OMNIUM_SWEEP_INTERVAL_S", 2.0),
-    # A build claim older than this is considered abandoned (its worker died).
-    "BUILD_CLAIM_TTL_S": _positive_float("OMNIUM_BUILD_CLAIM_TTL_S", 120.0),
+    # Claims (a destination's lease, a build's, a stat job's) expire this long after their
+    # holder's last renewal (every third of it): a dead or frozen worker's work moves on
+    # within this time (omnium/claim_renewal.py).
+    "CLAIM_TTL_S": _positive_float("OMNIUM_CLAIM_TTL_S", 6.0),
     # Stat jobs: tries before the job is failed and an alert opened.
     "STAT_JOB_ATTEMPTS": _int("OMNIUM_STAT_JOB_ATTEMPTS", 3, minimum=1),
     "STAT_JOB_RETRY_S": _positive_float("OMNIUM_STAT_JOB_RETRY_S", 2.0),

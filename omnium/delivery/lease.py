@@ -1,16 +1,20 @@
 """One sender per destination at a time, across every worker process and host.
 
 The lease is a token with an expiry in the destination's SenderState row (PostgreSQL, so a
-Redis restart cannot let a second sender in). It is taken with a conditional upsert, renewed
-between files and released with a token check. Its TTL is longer than the hard send deadline
-plus the time to record a proof, so a zombie sender has given up before its lease can pass on.
+Redis restart cannot let a second sender in). It is taken with a conditional upsert and
+released with a token check; while the sender works, its process renews it (see
+omnium.claim_renewal), so the expiry is short (OMNIUM_CLAIM_TTL_S): a sender that dies or
+freezes loses its destination within seconds. A frozen sender that wakes up cannot make an
+older version visible after its successor's newer one: the transports ask `held()` just
+before the rename or write that makes a file visible, and `held()` turns false on this
+process's own clock, which ran on while it was frozen.
 """
 
 import uuid
 
 from django.db import connection
 
-from omnium.conf import omnium_setting
+from omnium import claim_renewal
 
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
@@ -23,27 +27,32 @@ RETURNING lease_token
 """
 
 
-def lease_seconds(send_timeout_s: float) -> float:
-    return send_timeout_s + omnium_setting("DELIVERY_LEASE_MARGIN_S")
-
-
-def acquire(destination_id: int, send_timeout_s: float) -> uuid.UUID | None:
+def acquire(destination_id: int) -> uuid.UUID | None:
     """The lease's token, or None if another sender holds it."""
     token = uuid.uuid4()
     with connection.cursor() as cursor:
-        cursor.execute(ACQUIRE, {"id": destination_id, "token": token, "ttl": lease_seconds(send_timeout_s)})
+        cursor.execute(ACQUIRE, {"id": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
         return token if cursor.fetchone() else None
 
 
-def renew(destination_id: int, token: uuid.UUID, send_timeout_s: float) -> bool:
-    """Extend the lease; False if it was lost (expired and taken), so the caller must stop."""
+def renew(destination_id: int, token: uuid.UUID) -> bool:
+    """Extend the lease; False if it was lost (expired and taken), so the holder must stop."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE delivery_senderstate SET lease_until = clock_timestamp() + %s * interval '1 second'"
             " WHERE destination_id = %s AND lease_token = %s",
-            [lease_seconds(send_timeout_s), destination_id, token],
+            [claim_renewal.ttl_s(), destination_id, token],
         )
         return cursor.rowcount == 1
+
+
+def seconds_left(destination_id: int) -> float:
+    """How long until the destination's current lease expires (0: none, or expired)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_until - clock_timestamp()))"
+                       " FROM delivery_senderstate WHERE destination_id = %s", [destination_id])
+        row = cursor.fetchone()
+    return float(row[0] or 0) if row else 0.0
 
 
 def release(destination_id: int, token: uuid.UUID) -> None:
@@ -81,13 +90,10 @@ RETURNING ss.destination_id
 """
 
 
-def claim_waiting(send_timeout_s: float) -> tuple[int, uuid.UUID] | None:
-    """Lease the destination that has waited longest for a sender: (its id, the token), or None.
-
-    `send_timeout_s` should cover any destination's deadline (the admin's upper bound); the
-    caller renews for a destination whose deadline was set beyond it."""
+def claim_waiting() -> tuple[int, uuid.UUID] | None:
+    """Lease the destination that has waited longest for a sender: (its id, the token), or None."""
     token = uuid.uuid4()
     with connection.cursor() as cursor:
-        cursor.execute(CLAIM_WAITING, {"token": token, "ttl": lease_seconds(send_timeout_s)})
+        cursor.execute(CLAIM_WAITING, {"token": token, "ttl": claim_renewal.ttl_s()})
         row = cursor.fetchone()
     return (row[0], token) if row else None

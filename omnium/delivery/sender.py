@@ -6,6 +6,7 @@ it through the destination's transport under the hard deadline, and records the 
 statement that only moves `sent_seq` forward. A failure backs off this destination only.
 """
 
+import functools
 import hashlib
 import logging
 import time
@@ -15,15 +16,18 @@ from enum import StrEnum
 from celery.worker import state as worker_state
 from django.db import connection, transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
+from omnium import claim_renewal
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
-from omnium.clients.models import MAX_SEND_TIMEOUT_S, Destination
+from omnium.clients.models import Destination
 from omnium.clients.transforms.base import Marks
 from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
+from omnium.redis_client import redis_client
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
 
@@ -105,8 +109,12 @@ def drain(destination_id: int, started: float | None = None) -> str:
     started = time.monotonic() if started is None else started
 
     def acquire_and_drain() -> str:
-        token = lease.acquire(destination_id, destination.send_timeout_s)
-        return Outcome.BUSY if token is None else _drain_and_release(destination, token, started)
+        claimed_at = time.monotonic()
+        token = lease.acquire(destination_id)
+        if token is None:
+            _look_again_when_the_lease_ends(destination_id)
+            return Outcome.BUSY
+        return _drain_and_release(destination, token, started, claimed_at)
 
     return deletion.unless_deleted(destination_id, acquire_and_drain, Outcome.OFF)
 
@@ -124,7 +132,8 @@ def help_waiting(started: float) -> int:
     helped = empty_claims = 0
     while (time.monotonic() - started < DRAIN_BUDGET_S and empty_claims < 3 and not _worker_stopping()
            and DeliverySwitch.is_on()):
-        claimed = lease.claim_waiting(MAX_SEND_TIMEOUT_S)
+        claimed_at = time.monotonic()
+        claimed = lease.claim_waiting()
         if claimed is None:
             break
         destination_id, token = claimed
@@ -132,10 +141,8 @@ def help_waiting(started: float) -> int:
         if destination is None:
             empty_claims += 1  # deleted this instant: nothing sent
             continue
-        if destination.send_timeout_s > MAX_SEND_TIMEOUT_S:  # set past the admin's bound
-            lease.renew(destination_id, token, destination.send_timeout_s)
-        outcome = deletion.unless_deleted(
-            destination_id, lambda d=destination, t=token: _drain_and_release(d, t, started), Outcome.OFF)
+        drain_it = functools.partial(_drain_and_release, destination, token, started, claimed_at)
+        outcome = deletion.unless_deleted(destination_id, drain_it, Outcome.OFF)
         helped += 1
         empty_claims = 0 if outcome in (Outcome.DRAINED, Outcome.FAILED) else empty_claims + 1
     return helped
@@ -152,11 +159,27 @@ def _worker_stopping() -> bool:
                for flag in (worker_state.should_stop, worker_state.should_terminate))
 
 
-def _drain_and_release(destination: Destination, token, started: float) -> str:
-    destination_id = destination.pk
+def _look_again_when_the_lease_ends(destination_id: int) -> None:
+    """Another sender holds the lease. If it is alive it looks for new work before it lets go;
+    if it died, nobody will: a kick for the moment its lease expires (once per lease, not per
+    kick that finds it busy) hands the destination over within the claim TTL."""
+    left = lease.seconds_left(destination_id)
     try:
-        outcome = _drain_under_lease(destination, token, started)
+        first = redis_client().set(f"omnium:lease-watch:{destination_id}", 1, px=int(left * 1000) + 1, nx=True)
+    except RedisError:
+        return  # the sweeper re-kicks a destination whose lease expired
+    if first:
+        kick(destination_id, countdown=left + 0.1)
+
+
+def _drain_and_release(destination: Destination, token, started: float, claimed_at: float) -> str:
+    destination_id = destination.pk
+    claim = claim_renewal.hold(f"destination {destination_id}", lambda: lease.renew(destination_id, token),
+                               claimed_at)
+    try:
+        outcome = _drain_under_lease(destination, claim, started)
     finally:
+        claim_renewal.let_go(claim)
         lease.release(destination_id, token)
     # A kick that arrived while we held the lease returned at once: look again, so that no
     # wake-up is lost between our last look and the release.
@@ -165,7 +188,7 @@ def _drain_and_release(destination: Destination, token, started: float) -> str:
     return outcome
 
 
-def _drain_under_lease(destination: Destination, token, started: float) -> str:
+def _drain_under_lease(destination: Destination, claim: claim_renewal.HeldClaim, started: float) -> str:
     destination_id = destination.pk
     if not destination.can_send() or not DeliverySwitch.is_on():
         return Outcome.OFF
@@ -176,16 +199,17 @@ def _drain_under_lease(destination: Destination, token, started: float) -> str:
             return Outcome.IDLE
         if time.monotonic() - started > DRAIN_BUDGET_S:
             return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
-        if sent and not lease.renew(destination_id, token, destination.send_timeout_s):
+        if not claim.held():
             return Outcome.LOST_LEASE
-        if not send_one(destination, owed):
+        if not send_one(destination, owed, still_ours=claim.held):
             return Outcome.FAILED
         sent += 1
     return Outcome.DRAINED if sent else Outcome.IDLE
 
 
-def send_one(destination: Destination, owed: OwedFile) -> bool:
-    """Push the current version of one owed file; True when its proof is recorded."""
+def send_one(destination: Destination, owed: OwedFile, still_ours=None) -> bool:
+    """Push the current version of one owed file; True when its proof is recorded.
+    `still_ours()` is asked just before the send becomes visible at the destination (the fence)."""
     version = owed.version
     if version is None:  # the file was removed; nothing to send
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
@@ -201,7 +225,7 @@ def send_one(destination: Destination, owed: OwedFile) -> bool:
     try:
         transport = transport_for(destination)
         receipt = transport.send(rendered.body, path, content_type=rendered.content_type,
-                                 version=version.seq, etag=version.content_hash.hex())
+                                 version=version.seq, etag=version.content_hash.hex(), still_ours=still_ours)
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt, exc, started)
         return False

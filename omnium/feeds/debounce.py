@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from omnium import claim_renewal
 from omnium.conf import omnium_setting
 from omnium.routing import LIVE
 
@@ -95,10 +96,19 @@ def claim_next_due(lanes: list[str]) -> Claim | None:
     token = uuid.uuid4()
     with connection.cursor() as cursor:
         cursor.execute(CLAIM_NEXT, {
-            "token": token, "lanes": list(lanes), "live": LIVE, "ttl": omnium_setting("BUILD_CLAIM_TTL_S"),
+            "token": token, "lanes": list(lanes), "live": LIVE, "ttl": claim_renewal.ttl_s(),
         })
         row = cursor.fetchone()
     return Claim(row[0], token, row[1], row[2]) if row else None
+
+
+def renew(claim: Claim) -> bool:
+    """Extend a claim while its build runs; False once it is not ours any more."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE feeds_pendingbuild SET claimed_until = clock_timestamp() + %s * interval '1 second'"
+            " WHERE doc_key = %s AND claim_token = %s", [claim_renewal.ttl_s(), claim.doc_key, claim.token])
+        return cursor.rowcount == 1
 
 
 def finish(claim: Claim) -> bool:

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from omnium import claim_renewal
 from omnium.conf import omnium_setting
 from omnium.feeds import builder, changes, debounce
 from omnium.feeds.hints import wake_builders
@@ -44,12 +45,17 @@ def build_due(lane: str) -> int:
     lanes = lanes_served_by(lane)
     built, started = 0, time.monotonic()
     while time.monotonic() - started < BUILD_LOOP_S:
+        claimed_at = time.monotonic()
         claim = debounce.claim_next_due(lanes)
         if claim is None:
             break
         if built == 0 and debounce.next_due_in(lanes) == 0:  # more is due: a second pair of hands
             build_due.apply_async(args=[lane], queue=build_queue(lane))
-        _build_claimed(claim)
+        held = claim_renewal.hold(f"build {claim.doc_key}", lambda claim=claim: debounce.renew(claim), claimed_at)
+        try:
+            _build_claimed(claim)
+        finally:
+            claim_renewal.let_go(held)
         built += 1
     next_in = debounce.next_due_in(lanes)
     if next_in is not None:

@@ -8,6 +8,7 @@ alert names the stat and the fixture.
 """
 
 import logging
+import time
 from datetime import timedelta
 
 from celery import current_app
@@ -15,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from omnium import claim_renewal
 from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
 from omnium.games.models import ClockTimestamp, Games, StatJob
@@ -24,7 +26,6 @@ from omnium.routing import RUN_STAT_JOB, stats_queue
 
 log = logging.getLogger(__name__)
 
-CLAIM_TTL = timedelta(minutes=5)
 
 
 def enqueue(games: Games, stat: str, lane: str, *, fixture=None, event=None) -> StatJob:
@@ -44,16 +45,35 @@ def claim(job_id: int) -> StatJob | None:
     now = timezone.now()
     claimable = Q(state=StatJob.State.PENDING) | Q(state=StatJob.State.RUNNING, claimed_until__lt=now)
     taken = StatJob.objects.filter(claimable, pk=job_id, run_after__lte=now).update(
-        state=StatJob.State.RUNNING, claimed_until=now + CLAIM_TTL, attempts=F("attempts") + 1
+        state=StatJob.State.RUNNING, claimed_until=now + _ttl(), attempts=F("attempts") + 1
     )
     return StatJob.objects.select_related("games", "fixture").get(pk=job_id) if taken else None
 
 
+def _ttl() -> timedelta:
+    return timedelta(seconds=claim_renewal.ttl_s())
+
+
+def _renew(job: StatJob) -> bool:
+    """Extend the claim while the job runs (its attempt number is the claim's token)."""
+    return bool(StatJob.objects.filter(pk=job.pk, state=StatJob.State.RUNNING, attempts=job.attempts)
+                .update(claimed_until=timezone.now() + _ttl()))
+
+
 def run(job_id: int) -> str:
     """Run one stat job; returns what happened: done, retry, failed or skipped."""
+    claimed_at = time.monotonic()
     job = claim(job_id)
     if job is None:
         return "skipped"
+    held = claim_renewal.hold(f"stat job {job_id}", lambda: _renew(job), claimed_at)
+    try:
+        return _run_claimed(job)
+    finally:
+        claim_renewal.let_go(held)
+
+
+def _run_claimed(job: StatJob) -> str:
     try:
         with transaction.atomic():
             changed = STATS[job.stat](job.games, job)

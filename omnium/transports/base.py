@@ -243,8 +243,9 @@ class Deadline:
     status line "200 OK" takes the cut for the end of the reply and returns success.
     """
 
-    def __init__(self, seconds: float, *, sockets: SocketSet | None = None):
+    def __init__(self, seconds: float, *, sockets: SocketSet | None = None, still_ours=None):
         self.seconds = seconds
+        self._still_ours = still_ours
         self._sockets = sockets if sockets is not None else SocketSet()
         self._expired = threading.Event()
         self._ends_at = 0.0
@@ -283,6 +284,14 @@ class Deadline:
         if self.expired:
             raise self.exceeded()
 
+    def before_commit(self, kind: str) -> None:
+        """Called just before the step that makes the file visible (a rename over the final
+        name, the single PUT, POST or write): refuse it when the deadline fired or when the
+        caller no longer holds the destination (it froze, and another sender took over)."""
+        self.check()
+        if self._still_ours is not None and not self._still_ours():
+            raise TransportError(f"{kind}: stopped before making the file visible: another sender has this destination now")
+
     def exceeded(self) -> TransportError:
         return TransportError(f"deadline exceeded after {self.seconds:g} s", permanent=False)
 
@@ -302,7 +311,7 @@ class Deadline:
 class Transport:
     """Pushes feed files to one destination.
 
-    ``send(body, path, *, content_type, version, etag) -> Receipt``
+    ``send(body, path, *, content_type, version, etag, still_ours=None) -> Receipt``
         Puts ``body`` at ``path`` (relative, below the destination's folder or prefix), so
         that a reader sees the previous complete file or the new complete file, never part
         of one. Returns a ``Receipt`` once the destination has confirmed it. Raises
@@ -311,7 +320,10 @@ class Transport:
         ``config["send_timeout"]`` seconds (plus a moment to unwind); once that deadline
         has fired the send fails (transient), whatever ``push`` returned. Sending the same
         version twice is harmless. A ``path`` that is not a plain relative path (see
-        ``paths``) is refused before anything is sent, as a permanent error.
+        ``paths``) is refused before anything is sent, as a permanent error. ``still_ours()``
+        (the fence), when given, is asked just before the step that makes the file visible
+        (``deadline.before_commit``: the rename, or the one PUT, POST or write); False makes
+        the send a transient failure that leaves the destination as it was.
 
     ``config_schema`` / ``credentials_schema``
         What the JSON config and the credentials may hold (see ``Setting``);
@@ -350,12 +362,13 @@ class Transport:
     def validate_credentials(cls, credentials: dict) -> list[str]:
         return validate(cls.credentials_schema, credentials)
 
-    def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str) -> Receipt:
+    def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str,
+             still_ours=None) -> Receipt:
         unsafe = unsafe_path_reason(path)  # the real path, filter filled in: checked at every send
         if unsafe is not None:
             raise TransportError(f"{self.kind}: refused to send: {unsafe}", permanent=True)
         file = FeedFile(bytes(body), path, content_type, version, etag)
-        with Deadline(self.config["send_timeout"], sockets=self._sockets) as deadline:
+        with Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours) as deadline:
             try:
                 return self.push(file, deadline)
             except TransportError:

@@ -57,7 +57,7 @@ class FTPTransport(Transport):
             folder = posixpath.dirname(final)
             if self._stale.due(folder):
                 _remove_stale_temporaries(ftp, folder, self._stale)
-            size = _put_in_place(ftp, file.body, final)
+            size = _put_in_place(ftp, file.body, final, deadline)
             delivered = True
         except ftplib.all_errors as exc:
             raise _failure(exc) from exc
@@ -90,11 +90,12 @@ class FTPTransport(Transport):
         return ssl.create_default_context(cadata=self.config.get("ca_cert"))
 
 
-def _put_in_place(ftp: ftplib.FTP, body: bytes, final: str) -> int:
+def _put_in_place(ftp: ftplib.FTP, body: bytes, final: str, deadline: Deadline) -> int:
     """Upload under a temporary name, then rename it over ``final``; returns the size."""
     temporary = temporary_name(final)
     try:
         size = _store(ftp, body, temporary)
+        deadline.before_commit("ftp")
         _replace(ftp, temporary, final)
     except Exception:
         _discard(ftp, temporary)

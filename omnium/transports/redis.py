@@ -67,6 +67,7 @@ class RedisTransport(Transport):
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         key = self.config["key_prefix"] + file.path
         packed = _gzipped(file.body)
+        deadline.before_commit("redis")  # write-if-newer also keeps an older version out
         try:
             stored, version = self._write_if_newer(keys=[key], args=[file.version, file.etag, packed])
         except (redis.AuthenticationError, AuthorizationError) as exc:

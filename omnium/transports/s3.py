@@ -63,6 +63,7 @@ class S3Transport(Transport):
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         key = join_remote(self.config["prefix"].strip("/"), file.path)
+        deadline.before_commit("s3")  # one PUT makes it visible: no temporary name to rename
         try:
             reply = self._s3().put_object(
                 Bucket=self.config["bucket"],

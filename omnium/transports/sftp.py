@@ -109,7 +109,7 @@ class SFTPTransport(Transport):
         folder = posixpath.dirname(final)
         if self._stale.due(folder):
             _remove_stale_temporaries(sftp, folder, self._stale)
-        _put_in_place(sftp, body, final)
+        _put_in_place(sftp, body, final, deadline)
         size = sftp.stat(final).st_size
         return Receipt(f"size={size} path={final}", remote_bytes=size)
 
@@ -183,11 +183,12 @@ class SFTPTransport(Transport):
         raise TransportError("sftp: private_key is not a readable Ed25519, ECDSA or RSA key", permanent=True)
 
 
-def _put_in_place(sftp: paramiko.SFTPClient, body: bytes, final: str) -> None:
+def _put_in_place(sftp: paramiko.SFTPClient, body: bytes, final: str, deadline: Deadline) -> None:
     """Upload under a temporary name, then rename it over ``final``."""
     temporary = temporary_name(final)
     try:
         _upload(sftp, body, temporary)
+        deadline.before_commit("sftp")
         _replace(sftp, temporary, final)
     except Exception:
         _discard(sftp, temporary)

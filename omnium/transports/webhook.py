@@ -87,6 +87,7 @@ class WebhookTransport(Transport):
         self._session.trust_env = False
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        deadline.before_commit("webhook")  # receivers order by the omnium-version header too
         try:
             reply = self._session.post(
                 self.config["url"],

@@ -46,7 +46,7 @@ def test_only_the_newest_of_two_owed_versions_is_sent(small_games, subscribe, re
     destination = subscribe(small_games, webhook_settings(receiver.url))
     sender.drain(destination.pk)
     receiver.deliveries.clear()
-    busy = lease.acquire(destination.pk, destination.send_timeout_s)  # another sender is "sending"
+    busy = lease.acquire(destination.pk)  # another sender is "sending"
 
     v812 = change_and_rebuild(small_games, 812)
     v813 = change_and_rebuild(small_games, 813)
@@ -66,7 +66,7 @@ def test_a_free_sender_takes_over_destinations_that_wait_for_one(small_games, su
     everyone = [*waiting, busy, paused, fenced]
     for destination in everyone:
         sender.drain(destination.pk)  # each has had a sender once
-    held = lease.acquire(busy.pk, busy.send_timeout_s)
+    held = lease.acquire(busy.pk)
     SenderState.objects.filter(destination=paused).update(paused=True)
     fenced.fenced, fenced.fence_reason = True, "client asked us to stop"
     fenced.save()
@@ -77,7 +77,7 @@ def test_a_free_sender_takes_over_destinations_that_wait_for_one(small_games, su
     sent = dict(DeliveryState.objects.filter(destination__in=everyone).values_list("destination_id", "sent_seq"))
     assert [sent[d.pk] for d in waiting] == [seq, seq]
     assert all(sent[d.pk] < seq for d in (busy, paused, fenced)), "a held lease, a pause and a fence are obeyed"
-    assert lease.renew(busy.pk, held, busy.send_timeout_s), "the other sender still holds its lease"
+    assert lease.renew(busy.pk, held), "the other sender still holds its lease"
 
 
 def test_a_worker_shutting_down_takes_on_no_other_destination(small_games, subscribe, receiver, monkeypatch):
