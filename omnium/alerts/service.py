@@ -17,6 +17,10 @@ def open_alert(kind: str, subject: str, message: str, **details) -> Alert:
     return alert
 
 
+def is_open(kind: str, subject: str) -> bool:
+    return Alert.objects.filter(kind=kind, subject=subject, resolved_at__isnull=True).exists()
+
+
 def resolve_alert(kind: str, subject: str) -> int:
     """Resolve the open alert of this kind and subject (its resolution is sent too)."""
     ids = list(Alert.objects.filter(kind=kind, subject=subject, resolved_at__isnull=True).values_list("pk", flat=True))

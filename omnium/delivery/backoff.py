@@ -2,7 +2,8 @@
 
 Only the failing destination waits; its retry is a countdown kick on its own queue, and the
 sweeper re-kicks it when `retry_at` passes if that kick was lost. The third failure in a row
-opens one alert for the destination; the next success resolves it.
+opens one alert for the destination (a permanent-looking error opens it at once and goes
+straight to the slow pace); the next success resolves it.
 """
 
 import random
@@ -12,7 +13,7 @@ from enum import StrEnum
 from django.db.models import F
 from django.utils import timezone
 
-from omnium.alerts.service import open_alert, resolve_alert
+from omnium.alerts.service import is_open, open_alert, resolve_alert
 from omnium.conf import omnium_setting
 from omnium.delivery import health
 from omnium.delivery.kicks import kick
@@ -49,24 +50,35 @@ def gate(destination_id: int) -> Gate | None:
     return Gate.WAITING if retry_at is not None and retry_at > timezone.now() else None
 
 
-def failed(destination, error: str, retry_after: float | None = None) -> float:
+def failed(destination, error: str, retry_after: float | None = None, permanent: bool = False) -> float:
+    """Back the destination off after a failed send; returns the wait in seconds.
+
+    A permanent-looking error (a 4xx, bad credentials, a changed host key) will not go away
+    in seconds, so the destination goes red at once: the slow pace, the failing status and
+    the alert. It is still retried, so a client's fix is picked up without a person."""
     SenderState.objects.filter(pk=destination.pk).update(
         consecutive_failures=F("consecutive_failures") + 1, last_error=error[:2000]
     )
     failures = SenderState.objects.filter(pk=destination.pk).values_list("consecutive_failures", flat=True).get()
-    delay = delay_after(failures, destination.fast_retries)
+    delay = omnium_setting("DELIVERY_SLOW_RETRY_S") if permanent else delay_after(failures, destination.fast_retries)
     if retry_after is not None:
         delay = max(delay, min(retry_after, omnium_setting("DELIVERY_SLOW_RETRY_S")))
     SenderState.objects.filter(pk=destination.pk).update(retry_at=timezone.now() + timedelta(seconds=delay))
-    health.publish_status(destination.pk, health.status_of(False, failures, destination.fast_retries),
-                          errors=failures, backoff_s=delay)
-    if failures == ALERT_AFTER_FAILURES:
-        open_alert("destination_failing", f"destination:{destination.pk}",
-                   f"{destination} failed {failures} times in a row: {error}",
-                   destination=destination.pk, client=destination.client.name)
-        health.record_event("alert_opened", destination.pk, alert="destination_failing")
+    status = health.Status.FAILING if permanent else health.status_of(False, failures, destination.fast_retries)
+    health.publish_status(destination.pk, status, errors=failures, backoff_s=delay)
+    if failures == ALERT_AFTER_FAILURES or permanent:
+        _open_failing_alert(destination, failures, error)
     kick(destination.pk, countdown=delay)
     return delay
+
+
+def _open_failing_alert(destination, failures: int, error: str) -> None:
+    subject = f"destination:{destination.pk}"
+    if is_open("destination_failing", subject):
+        return  # one alert per failure storm
+    open_alert("destination_failing", subject, f"{destination} failed {failures} times in a row: {error}",
+               destination=destination.pk, client=destination.client.name)
+    health.record_event("alert_opened", destination.pk, alert="destination_failing")
 
 
 def recovered(destination) -> None:

@@ -15,6 +15,7 @@ import uuid
 from django.db import connection
 
 from omnium import claim_renewal
+from omnium.delivery.models import NEWER_THAN_FAILED
 
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
@@ -77,9 +78,10 @@ WITH waiting AS (
     JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
     JOIN clients_destination d ON d.id = ds.destination_id AND d.enabled AND NOT d.fenced
     JOIN clients_client c ON c.id = d.client_id AND c.active
-    WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend) AND ds.dead_lettered_at IS NULL
+    WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
       AND (ss.lease_until IS NULL OR ss.lease_until < clock_timestamp())
-      AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp()) AND NOT ss.paused
+      AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp() OR """ + NEWER_THAN_FAILED + """)
+      AND NOT ss.paused
     ORDER BY ds.wanted_at
     LIMIT 1
     FOR UPDATE OF ss SKIP LOCKED)

@@ -8,6 +8,10 @@ from django.db.models import F, Q
 
 from omnium.clients.models import Destination, Subscription
 
+# SQL over delivery_state `ds`: this file is owed a version newer than the one that failed,
+# so the destination's back-off does not hold it back (ARCHITECTURE rule 7).
+NEWER_THAN_FAILED = "(ds.failed_seq > 0 AND ds.wanted_seq > ds.failed_seq)"
+
 
 class DeliveryState(models.Model):
     """What a subscription is owed of one file, and the proof of the last send.
@@ -34,9 +38,13 @@ class DeliveryState(models.Model):
     sent_path = models.TextField(blank=True)
     last_error = models.TextField(blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
-    # A permanent error (bad credentials, a changed host key, HTTP 410): not retried until a
-    # person replays it. Transient errors are never dead-lettered: they retry forever.
+    # When a version last failed with a permanent-looking error (bad credentials, a changed
+    # host key, a 4xx): a record of what failed, replayable, cleared by the next proof. It
+    # blocks nothing: the file is retried with its destination's back-off like any failure.
     dead_lettered_at = models.DateTimeField(null=True, blank=True)
+    # The version whose send failed last (0: none since the last proof). The back-off holds
+    # back this version only: a newer one is tried at once.
+    failed_seq = models.BigIntegerField(default=0, db_default=0)  # db_default: fan-out inserts in SQL
 
     class Meta:
         db_table = "delivery_state"
@@ -48,8 +56,7 @@ class DeliveryState(models.Model):
                          condition=Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True)),
             # Idle senders claim the destination waiting longest (lease.claim_waiting).
             models.Index(fields=["wanted_at"], name="delivery_state_waiting",
-                         condition=(Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True))
-                         & Q(dead_lettered_at__isnull=True)),
+                         condition=Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True)),
         ]
 
     @property

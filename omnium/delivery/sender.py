@@ -25,7 +25,7 @@ from omnium.clients.models import Destination
 from omnium.clients.transforms.base import Marks
 from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.kicks import kick
-from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
+from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
 from omnium.redis_client import redis_client
 from omnium.safe_errors import safe_error_text
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 # One drain task sends for at most this long, then the next kick carries on.
 DRAIN_BUDGET_S = 20.0
-
 
 
 class Outcome(StrEnum):
@@ -66,10 +65,14 @@ class OwedFile:
     failures_before: int
 
 
+# A back-off holds back only the versions that already failed: a file owed a version newer
+# than the one that failed is tried at once (ARCHITECTURE rule 7), so it comes first while the
+# destination waits. Dead letters are a record of what failed, never a block: they stay owed.
 NEXT_OWED = """
 SELECT ds.id, ds.subscription_id, ds.doc_key, s.transform, s.file_name_template, s.include_version,
        s.include_result_marks, g.code, d.seq, d.content_hash, d.changed_at, d.feed_type, d.filter,
-       d.built_at, COALESCE(ss.paused, false), ss.retry_at > clock_timestamp(),
+       d.built_at, COALESCE(ss.paused, false),
+       COALESCE(ss.retry_at > clock_timestamp(), false) AND NOT """ + NEWER_THAN_FAILED + """ AS waiting,
        COALESCE(ss.consecutive_failures, 0)
 FROM delivery_state ds
 JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
@@ -78,8 +81,7 @@ JOIN games_games g ON g.id = fd.games_id
 LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
 LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
 WHERE ds.destination_id = %s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
-  AND ds.dead_lettered_at IS NULL
-ORDER BY ds.wanted_at, ds.id LIMIT 1
+ORDER BY waiting, ds.wanted_at, ds.id LIMIT 1
 """
 
 
@@ -271,7 +273,8 @@ UPDATE delivery_state SET
     sent_bytes_sha256 = %(bytes_sha256)s,
     receipt = %(receipt)s, sent_path = %(path)s, sent_at = clock_timestamp(),
     age_ms = GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - %(changed_at)s) * 1000)::int,
-    force_resend = false, last_error = '', last_attempt_at = clock_timestamp()
+    force_resend = false, last_error = '', last_attempt_at = clock_timestamp(),
+    failed_seq = 0, dead_lettered_at = NULL
 WHERE id = %(id)s AND (sent_seq < %(seq)s OR force_resend)
 RETURNING age_ms),
 success AS (
@@ -297,6 +300,10 @@ def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path
 
 
 def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, started: float) -> None:
+    """Log the failed attempt and back the destination off. A permanent-looking error (a 4xx,
+    bad credentials, a changed host key) also marks the file's dead letter: a record of what
+    failed, replayable, that blocks nothing. Every error is retried: the client may be
+    mid-deploy, and its fix must be picked up without a person."""
     permanent = getattr(exc, "permanent", True)
     message = safe_error_text(exc)  # what every record below keeps: no URL path, query or body
     # Read again: a pause may have cut this send. A person stopped it; not the destination's fault.
@@ -307,12 +314,13 @@ def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, starte
                 "permanent" if permanent else "transient", message)
     _finish_attempt(attempt, started, ok=False, error_class=type(exc).__name__, error=message, permanent=permanent)
     now = timezone.now()
+    marks = {"dead_lettered_at": now} if permanent and not cut_by_pause else {}
     DeliveryState.objects.filter(pk=owed.state_id).update(
-        last_error=message, last_attempt_at=now, dead_lettered_at=now if permanent else None)
-    health.record_event("dead_lettered" if permanent else "failed", destination.pk, doc_key=owed.doc_key,
+        last_error=message, last_attempt_at=now, failed_seq=owed.version.seq, **marks)
+    health.record_event("dead_lettered" if marks else "failed", destination.pk, doc_key=owed.doc_key,
                         error=message)
     if not cut_by_pause:
-        backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None))
+        backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None), permanent=permanent)
 
 
 def _finish_attempt(attempt, started: float, **outcome) -> None:

@@ -11,7 +11,7 @@ from redis.exceptions import RedisError
 from omnium.conf import omnium_setting
 from omnium.delivery import behind_alert, health, queues, sender
 from omnium.delivery.kicks import kick
-from omnium.delivery.models import DeliveryAttempt
+from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt
 from omnium.redis_client import redis_client
 from omnium.transports.base import TIMEOUT_SETTINGS
 
@@ -32,8 +32,8 @@ JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
 LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
 WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
   AND (ss.lease_until IS NULL OR ss.lease_until < clock_timestamp())
-  AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp())
-  AND NOT COALESCE(ss.paused, false) AND ds.dead_lettered_at IS NULL
+  AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp() OR """ + NEWER_THAN_FAILED + """)
+  AND NOT COALESCE(ss.paused, false)
   -- owed for a while: a kick sent with the work arrives within milliseconds, so younger work
   -- most likely has its kick in the queue already
   AND (ds.wanted_at < clock_timestamp() - interval '3 seconds' OR ds.force_resend)

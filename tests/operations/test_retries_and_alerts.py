@@ -1,11 +1,13 @@
 """Retries that never stop, dead letters, and alerts on real channels (in-process senders)."""
 
+import time
+
 from django.conf import settings
 from django.test import override_settings
 
 from omnium.alerts import notices
 from omnium.alerts.models import Alert
-from omnium.delivery import backoff, behind_alert, control, sender
+from omnium.delivery import backoff, behind_alert, control, health, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.games import workflow
@@ -111,15 +113,64 @@ def test_a_destination_owed_a_version_too_long_is_behind_even_without_failures(s
     assert Alert.objects.get(pk=alert.pk).resolved_at is not None
 
 
-def test_a_permanent_error_is_a_dead_letter_until_replayed(small_games, subscribe, receiver):
+def drain_unattended(destination, until, seconds: float) -> None:
+    """Drain as the destination's own kicks and the sweeper would: no retry_now, no person."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not until():
+        sender.drain(destination.pk)
+        time.sleep(0.02)
+
+
+@override_settings(OMNIUM={**FAST_CLOCK, "DELIVERY_SLOW_RETRY_S": 0.3})
+def test_a_webhook_refusing_with_403_while_it_deploys_gets_the_newest_version_and_no_person_acts(
+        small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=5)
+    receiver.replies.extend([(403, {})] * 1000)  # "403 for 90 s": three slow retries' worth
+    fixed_at = time.monotonic() + 0.9
+
+    assert sender.drain(destination.pk) == sender.Outcome.FAILED
+    assert health.read(destination.pk)["status"] == health.Status.FAILING, "red at once, not after 5 tries"
+    assert Alert.objects.filter(kind="destination_failing", resolved_at__isnull=True).exists()
+    newest = new_version(small_games, 7)  # the Games goes on while the client deploys
+
+    def fixed_and_delivered():
+        if time.monotonic() > fixed_at:
+            receiver.replies.clear()  # the client's deploy is done
+        return DeliveryState.objects.filter(destination=destination, sent_seq=newest).exists()
+
+    drain_unattended(destination, fixed_and_delivered, seconds=10)
+
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.sent_seq == newest and state.dead_lettered_at is None
+    refused = DeliveryAttempt.objects.filter(destination=destination, ok=False)
+    assert refused.count() >= 3 and all(a.permanent for a in refused), "kept trying at the slow pace"
+    assert Alert.objects.get(kind="destination_failing").resolved_at is not None
+    assert health.read(destination.pk)["status"] == health.Status.RUNNING
+
+
+def test_a_dead_lettered_older_version_does_not_block_a_newer_one(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    receiver.replies.append((404, {}))
+    assert sender.drain(destination.pk) == sender.Outcome.FAILED
+    assert DeliveryState.objects.get(destination=destination).dead_lettered_at is not None
+    assert sender.drain(destination.pk) == sender.Outcome.IDLE, "the same version waits out the back-off"
+
+    newest = new_version(small_games, 8)
+
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED, "a newer version is tried at once"
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.sent_seq == newest and state.dead_lettered_at is None
+    assert SenderState.objects.get(pk=destination.pk).retry_at is None
+
+
+def test_a_dead_letter_is_kept_as_a_record_and_can_be_replayed(small_games, subscribe, receiver):
     destination = subscribe(small_games, webhook_settings(receiver.url))
     receiver.replies.append((410, {}))
 
     assert sender.drain(destination.pk) == sender.Outcome.FAILED
     state = DeliveryState.objects.get(destination=destination)
     assert state.dead_lettered_at is not None and "410" in state.last_error
-    control.retry_now(destination.pk)
-    assert sender.drain(destination.pk) == sender.Outcome.IDLE, "a dead letter waits for a person"
+    assert DeliveryAttempt.objects.get(destination=destination).permanent
 
     assert control.replay_dead_letters(destination.pk) == 1
     control.retry_now(destination.pk)
