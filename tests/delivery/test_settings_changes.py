@@ -1,0 +1,58 @@
+"""A settings change reaches the client at once: the current version is sent again, with proof."""
+
+from omnium.clients.models import Subscription
+from omnium.delivery import sender
+from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
+from omnium.feeds.models import FeedDocument
+from tests.delivery.fixtures import webhook_settings
+
+
+def calendar(games) -> FeedDocument:
+    return FeedDocument.objects.get(doc_key=f"{games.code}/calendar")
+
+
+def test_a_new_transform_resends_the_current_version_in_the_new_shape(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+    assert receiver.deliveries[-1].body.lstrip().startswith(b"{")
+
+    subscription = Subscription.objects.get(destination=destination)
+    subscription.transform, subscription.file_name_template = "xml", "{games}/renamed-{name}.{ext}"
+    subscription.full_clean()
+    subscription.save()
+
+    assert DeliveryState.objects.get(destination=destination).force_resend, "owed again, without a new version"
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+    resent = receiver.deliveries[-1]
+    assert resent.body.lstrip().startswith(b"<")
+    assert resent.headers["omnium-path"] == f"{small_games.code}/renamed-calendar.xml"
+    proofs = DeliveryAttempt.objects.filter(destination=destination, ok=True).values_list("seq", flat=True)
+    assert list(proofs) == [calendar(small_games).seq] * 2, "the same version, proved twice"
+
+
+def test_an_unchanged_save_resends_nothing(small_games, subscribe, receiver):
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    sender.drain(destination.pk)
+
+    Subscription.objects.get(destination=destination).save()
+    destination.save()
+
+    assert not DeliveryState.objects.get(destination=destination).owed
+
+
+def test_a_fixed_destination_config_is_tried_at_once_despite_its_back_off(small_games, subscribe, receiver):
+    """The admin's fix (a corrected URL, or the SFTP host key a person checked) resumes sending
+    by itself: no five-minute wait, no replay."""
+    destination = subscribe(small_games, webhook_settings(receiver.url.replace("/feeds", "/gone")))
+    receiver.replies.append((404, {}))
+    assert sender.drain(destination.pk) == sender.Outcome.FAILED
+    assert sender.drain(destination.pk) == sender.Outcome.IDLE, "backing off at the slow pace"
+
+    destination.config = webhook_settings(receiver.url)[1]
+    destination.full_clean()
+    destination.save()
+
+    assert SenderState.objects.get(pk=destination.pk).retry_at is None
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+    assert receiver.deliveries[-1].path == "/feeds"
+    assert DeliveryState.objects.get(destination=destination).sent_seq == calendar(small_games).seq
