@@ -6,6 +6,7 @@ delivery process sends: in both, many threads want the same new version at the s
 """
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
@@ -64,3 +65,37 @@ class ByteBoundedLru:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class ExpiringLru:
+    """A set of keys, each remembered until its time to live passes, at most `limit` of them
+    (least recently remembered dropped first): what a process remembers must not grow with
+    every distinct key a client can make up."""
+
+    def __init__(self, limit: int, ttl_s: float, clock: Callable[[], float] = time.monotonic):
+        self.limit, self.ttl_s = limit, ttl_s
+        self._clock = clock
+        self._until: OrderedDict[Hashable, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, key: Hashable) -> None:
+        with self._lock:
+            self._until.pop(key, None)
+            self._until[key] = self._clock() + self.ttl_s
+            while len(self._until) > self.limit:
+                self._until.popitem(last=False)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            until = self._until.get(key)
+            if until is not None and until <= self._clock():
+                del self._until[key]  # expired: forgotten on the next look
+                until = None
+            return until is not None
+
+    def forget(self, key: Hashable) -> None:
+        with self._lock:
+            self._until.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._until)

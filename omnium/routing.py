@@ -58,6 +58,7 @@ DRAIN_DESTINATION = "omnium.delivery.tasks.drain_destination"
 HANDLE_CHANGES = "omnium.feeds.tasks.handle_changes"
 BUILD_DUE = "omnium.feeds.tasks.build_due"
 RUN_STAT_JOB = "omnium.games.tasks.run_stat_job"
+PREPARE_PULL_FILES = "omnium.pullapi.tasks.prepare_pull_files"
 
 # Alert notices have their own queue: a slow mail server never delays a build or a send.
 ALERTS_QUEUE = "alerts"
@@ -73,6 +74,8 @@ def task_routes() -> dict:
         "omnium.games.tasks.*": {"queue": stats_queue(LIVE)},
         "omnium.delivery.tasks.*": {"queue": DELIVERY_CONTROL_QUEUE},
         "omnium.alerts.tasks.*": {"queue": ALERTS_QUEUE},
+        # Building a new Games' pull files is bulk work: it must not hold up a live change.
+        "omnium.pullapi.tasks.*": {"queue": build_queue(BULK)},
     }
 
 
@@ -105,5 +108,10 @@ def beat_schedule() -> dict:
         "prune-handled-outbox": {
             "task": "omnium.feeds.tasks.prune_outbox",
             "schedule": 3600.0,
+        },
+        "repair-pull-caches": {
+            "task": "omnium.pullapi.tasks.repair_pull_caches",
+            "schedule": omnium_setting("PULL_CACHE_REPAIR_S"),
+            "options": {"expires": omnium_setting("PULL_CACHE_REPAIR_S")},
         },
     }

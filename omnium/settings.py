@@ -245,6 +245,14 @@ OMNIUM = {
     "HEARTBEAT_INTERVAL_S": _positive_float("OMNIUM_HEARTBEAT_INTERVAL_S", 5.0),
     # A destination owed a version for longer than this raises the "behind" alert.
     "BEHIND_AFTER_S": _positive_float("OMNIUM_BEHIND_AFTER_S", 60.0),
+    # Retention, each applied by its beat task (omnium.routing.beat_schedule), checked this often.
+    # Feed versions (history rows, no body) older than this; a file's current version is always kept.
+    "FEED_VERSION_RETENTION_DAYS": _int("OMNIUM_FEED_VERSION_RETENTION_DAYS", 30, minimum=0),
+    # Resolved alerts older than this (open ones are always kept).
+    "ALERT_RETENTION_DAYS": _int("OMNIUM_ALERT_RETENTION_DAYS", 30, minimum=0),
+    # Finished stat jobs older than this (pending, running and failed ones are kept).
+    "STAT_JOB_RETENTION_DAYS": _int("OMNIUM_STAT_JOB_RETENTION_DAYS", 2, minimum=0),
+    "PRUNE_INTERVAL_S": _positive_float("OMNIUM_PRUNE_INTERVAL_S", 3600.0),
 }
 if OMNIUM["DELIVERY_LEASE_MARGIN_S"] < 5:
     raise ImproperlyConfigured("OMNIUM_DELIVERY_LEASE_MARGIN_S must be at least 5 seconds")
@@ -314,6 +322,16 @@ OMNIUM.update({
     "PULL_MISSING_TTL_S": _positive_float("OMNIUM_PULL_MISSING_TTL_S", 2.0),
     # After a failed Redis call, serve from memory without asking Redis for this long.
     "PULL_REDIS_RETRY_S": _positive_float("OMNIUM_PULL_REDIS_RETRY_S", 1.0),
+    # At most this many missing files remembered per process (least recently asked dropped
+    # first): every unknown id a client tries would otherwise be kept forever.
+    "PULL_MISSING_MAX": _int("OMNIUM_PULL_MISSING_MAX", 10_000, minimum=1),
+    # A copy the read path puts in Redis from PostgreSQL expires after this unless a pull
+    # cache destination takes the key over: nothing would ever update it otherwise.
+    "PULL_FILL_TTL_S": _int("OMNIUM_PULL_FILL_TTL_S", 60, minimum=1),
+    # Every Games and entitlement shape gets its pull cache destinations by itself (on Games
+    # creation, on entitlement changes, and this often by the repair task).
+    "PULL_CACHE_AUTOMATIC": _bool("OMNIUM_PULL_CACHE_AUTOMATIC", True),
+    "PULL_CACHE_REPAIR_S": _positive_float("OMNIUM_PULL_CACHE_REPAIR_S", 60.0),
 })
 
 # Named here, not left to DRF's defaults, which include Basic auth (a staff password on every

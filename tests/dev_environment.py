@@ -9,3 +9,8 @@ processes (tests/processes.py) inherit this environment.
 import os
 
 os.environ.setdefault("DJANGO_DEBUG", "true")
+
+# The pull cache destinations follow every Games and entitlement by themselves in production;
+# in tests they would appear in every test that loads a Games (and send tasks that a later
+# test's worker would run). Tests of that upkeep turn it on (tests/pullapi/test_pull_cache_upkeep.py).
+os.environ.setdefault("OMNIUM_PULL_CACHE_AUTOMATIC", "false")

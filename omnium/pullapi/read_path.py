@@ -18,6 +18,7 @@ import redis
 
 from omnium.compression import gzip_body
 from omnium.conf import omnium_setting
+from omnium.memory_lru import ExpiringLru
 from omnium.pull_cache_entries import WRITE_IF_NEWER
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.pull_redis import pull_redis
@@ -43,13 +44,14 @@ class ReadStats:
 
 
 class ReadPath:
-    def __init__(self, memory_bytes: int, database_reads: int, missing_ttl_s: float, redis_retry_s: float):
+    def __init__(self, memory_bytes: int, database_reads: int, missing_ttl_s: float, redis_retry_s: float,
+                 missing_max: int = 10_000, fill_ttl_s: int = 60):
         self.memory = FileMemory(memory_bytes)
         self.stats = ReadStats()
         self._flights = SingleFlight()
         self._database_slots = threading.BoundedSemaphore(database_reads)
-        self._missing: dict[str, float] = {}  # redis key -> until (monotonic)
-        self._missing_ttl_s = missing_ttl_s
+        self._missing = ExpiringLru(missing_max, missing_ttl_s)  # redis keys PostgreSQL does not have
+        self._fill_ttl_s = fill_ttl_s
         self._redis_retry_s = redis_retry_s
         self._redis_down_until = 0.0
         self._write_if_newer = None
@@ -90,7 +92,7 @@ class ReadPath:
 
     def _from_database(self, address, write_to_redis: bool) -> CachedFile:
         key = address.redis_key
-        if self._missing.get(key, 0.0) > time.monotonic():
+        if key in self._missing:
             raise FileNotFound(key)
         found = self._flights.do(key, lambda: self._load(address, write_to_redis))
         if found is None:
@@ -108,9 +110,9 @@ class ReadPath:
             self.stats.database_reads += 1
             stored = address.load()
         if stored is None:
-            self._missing[address.redis_key] = time.monotonic() + self._missing_ttl_s
+            self._missing.remember(address.redis_key)
             return None
-        self._missing.pop(address.redis_key, None)
+        self._missing.forget(address.redis_key)
         file = CachedFile(stored.version, stored.etag, gzip_body(stored.body), plain=stored.body)
         if write_to_redis:
             self._store_if_newer(address.redis_key, file)
@@ -121,7 +123,8 @@ class ReadPath:
         if self._write_if_newer is None:
             self._write_if_newer = pull_redis().register_script(WRITE_IF_NEWER)
         try:
-            self._write_if_newer(keys=[key], args=[file.version, file.etag, file.gz])
+            # Expiring: only a pull cache destination keeps a key for good (pull_cache_entries).
+            self._write_if_newer(keys=[key], args=[file.version, file.etag, file.gz, self._fill_ttl_s])
             self.stats.redis_writes += 1
         except redis.RedisError:
             log.warning("could not store %s in the pull cache", key, exc_info=True)
@@ -141,6 +144,8 @@ def read_path() -> ReadPath:
                     database_reads=omnium_setting("PULL_DATABASE_READS"),
                     missing_ttl_s=omnium_setting("PULL_MISSING_TTL_S"),
                     redis_retry_s=omnium_setting("PULL_REDIS_RETRY_S"),
+                    missing_max=omnium_setting("PULL_MISSING_MAX"),
+                    fill_ttl_s=omnium_setting("PULL_FILL_TTL_S"),
                 )
     return _read_path
 

@@ -1,0 +1,64 @@
+"""Pull cache destinations kept up by themselves: no `ensure_pull_cache` to forget.
+
+A pull file froze when its Redis destination was missing (a Games loaded mid-event, an
+own-shape entitlement added in the admin): the read path copied it from PostgreSQL once and
+nothing updated that copy. So the destinations follow the records they derive from:
+  - a Games created: its destinations, then its split and public files built (a bulk task);
+  - an entitlement saved or deleted: that Games' destinations (its own-shape subscriptions);
+  - the repair task (beat, every PULL_CACHE_REPAIR_S): every Games, for a hook that was missed
+    (a crash between commit and hook, rows written in SQL).
+Hooks run after commit: the destinations must see the committed records.
+"""
+
+import logging
+
+from celery import current_app
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+from omnium.clients.models import Entitlement
+from omnium.conf import omnium_setting
+from omnium.games.models import Games
+from omnium.pullapi.pull_cache_destinations import build_missing, ensure_destinations
+from omnium.routing import PREPARE_PULL_FILES
+
+log = logging.getLogger(__name__)
+
+
+def repair_every_games() -> dict:
+    """Ensure every Games' destinations and build its never-built pull files; returns a summary."""
+    return {games.code: {**ensure_destinations(games), **build_missing(games)}
+            for games in Games.objects.order_by("code")}
+
+
+def _ensure_after_commit(games_id: int) -> None:
+    def ensure():
+        games = Games.objects.filter(pk=games_id).first()
+        if games is not None:
+            ensure_destinations(games)
+
+    transaction.on_commit(ensure)
+
+
+def _games_created(sender, instance, created, raw=False, **kwargs):
+    if created and not raw and omnium_setting("PULL_CACHE_AUTOMATIC"):
+        _ensure_after_commit(instance.pk)
+        transaction.on_commit(lambda: _send_quietly(PREPARE_PULL_FILES, instance.pk))
+
+
+def _entitlement_changed(sender, instance, raw=False, **kwargs):
+    if not raw and omnium_setting("PULL_CACHE_AUTOMATIC"):
+        _ensure_after_commit(instance.definition.games_id)
+
+
+def _send_quietly(task_name: str, *args) -> None:
+    try:
+        current_app.send_task(task_name, args=args)
+    except Exception:  # broker down: the repair task builds what is missing later
+        log.warning("%s not sent; the repair task will do it", task_name, exc_info=True)
+
+
+def connect() -> None:
+    post_save.connect(_games_created, sender=Games, dispatch_uid="pullapi-games-created")
+    post_save.connect(_entitlement_changed, sender=Entitlement, dispatch_uid="pullapi-entitlement-saved")
+    post_delete.connect(_entitlement_changed, sender=Entitlement, dispatch_uid="pullapi-entitlement-deleted")
