@@ -101,17 +101,26 @@ def beat_schedule() -> dict:
             "task": "omnium.alerts.tasks.sweep_alert_notices",
             "schedule": 30.0,
         },
-        "prune-delivery-attempts": {
-            "task": "omnium.delivery.tasks.prune_attempts",
-            "schedule": 3600.0,
-        },
-        "prune-handled-outbox": {
-            "task": "omnium.feeds.tasks.prune_outbox",
-            "schedule": 3600.0,
-        },
+        **retention_schedule(),
         "repair-pull-caches": {
             "task": "omnium.pullapi.tasks.repair_pull_caches",
             "schedule": omnium_setting("PULL_CACHE_REPAIR_S"),
             "options": {"expires": omnium_setting("PULL_CACHE_REPAIR_S")},
         },
     }
+
+
+# Retention: each table that grows with every change or failure has its pruning task.
+RETENTION_TASKS = {
+    "prune-delivery-attempts": "omnium.delivery.tasks.prune_attempts",  # ATTEMPT_RETENTION_DAYS
+    "prune-handled-outbox": "omnium.feeds.tasks.prune_outbox",  # OUTBOX_RETENTION_DAYS
+    "prune-feed-versions": "omnium.feeds.tasks.prune_feed_versions",  # FEED_VERSION_RETENTION_DAYS
+    "prune-resolved-alerts": "omnium.alerts.tasks.prune_resolved_alerts",  # ALERT_RETENTION_DAYS
+    "prune-finished-stat-jobs": "omnium.games.tasks.prune_finished_stat_jobs",  # STAT_JOB_RETENTION_DAYS
+}
+
+
+def retention_schedule() -> dict:
+    every = omnium_setting("PRUNE_INTERVAL_S")
+    return {name: {"task": task, "schedule": every, "options": {"expires": every}}
+            for name, task in RETENTION_TASKS.items()}

@@ -1,8 +1,12 @@
+from datetime import timedelta
+
 from celery import shared_task
 from django.db import transaction
+from django.utils import timezone
 
 from omnium.alerts import notices
 from omnium.alerts.models import Alert
+from omnium.conf import omnium_setting
 
 
 @shared_task
@@ -20,3 +24,12 @@ def sweep_alert_notices() -> int:
     for alert_id in pending:
         send_alert_notices(alert_id)
     return len(pending)
+
+
+@shared_task
+def prune_resolved_alerts() -> int:
+    """Delete alerts resolved more than ALERT_RETENTION_DAYS ago whose resolution notice went
+    out (an open alert, or one still to be announced, is kept whatever its age)."""
+    cutoff = timezone.now() - timedelta(days=omnium_setting("ALERT_RETENTION_DAYS"))
+    deleted, _ = Alert.objects.filter(resolved_at__lt=cutoff, resolution_sent_at__isnull=False).delete()
+    return deleted

@@ -7,4 +7,4 @@ class DeliveryConfig(AppConfig):
 
     def ready(self):
         # Signal receivers, the control command and the worker's start-up hook.
-        from omnium.delivery import deletion, fanout, queues, settings_changes, worker_threads  # noqa: F401
+        from omnium.delivery import deletion, fanout, key_cleanup, queues, settings_changes, worker_threads  # noqa: F401

@@ -5,6 +5,7 @@ import time
 from datetime import timedelta
 
 from celery import shared_task
+from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -112,3 +113,21 @@ def prune_outbox() -> int:
     cutoff = timezone.now() - timedelta(days=omnium_setting("OUTBOX_RETENTION_DAYS"))
     deleted, _ = OutboxEntry.objects.filter(handled_at__lt=cutoff).delete()
     return deleted
+
+
+# A version's row is history (latency reports, audits); the current version of every file is
+# kept whatever its age, so "which version is current" never depends on the window.
+PRUNE_FEED_VERSIONS = """
+DELETE FROM feeds_feedversion v
+WHERE v.committed_at < %s
+  AND NOT EXISTS (SELECT 1 FROM feeds_feeddocument d WHERE d.doc_key = v.doc_key AND d.seq = v.seq)
+"""
+
+
+@shared_task
+def prune_feed_versions() -> int:
+    """Delete version rows older than FEED_VERSION_RETENTION_DAYS but a file's current one."""
+    cutoff = timezone.now() - timedelta(days=omnium_setting("FEED_VERSION_RETENTION_DAYS"))
+    with connection.cursor() as cursor:
+        cursor.execute(PRUNE_FEED_VERSIONS, [cutoff])
+        return cursor.rowcount

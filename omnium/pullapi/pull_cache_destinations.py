@@ -94,7 +94,11 @@ def ensure_destinations(games: Games) -> dict:
     stale = Subscription.objects.filter(destination__name__in=[SHARED_DESTINATION, PUBLIC_DESTINATION,
                                                                OWN_SHAPE_DESTINATION],
                                         destination__kind="redis", definition__games=games, active=True)
-    retired = stale.exclude(pk__in=kept).update(active=False)
+    retired = 0
+    for subscription in stale.exclude(pk__in=kept):  # one by one: retiring one deletes its Redis keys
+        subscription.active = False
+        subscription.save(update_fields=["active"])
+        retired += 1
     return {"shared_destination": shared.pk, "public_destination": public.pk, "own_shape_destinations": own,
             "subscriptions": len(kept), "retired_subscriptions": retired}
 

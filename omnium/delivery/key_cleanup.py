@@ -1,0 +1,74 @@
+"""Redis keys go with what they belong to.
+
+A Redis destination's keys (its key prefix + the path it last sent) are deleted when their
+subscription is deleted or retired (made inactive), and so when its destination, client or
+Games is deleted (each deletes its subscriptions). A deleted destination's health keys go
+too. Otherwise the pull cache kept serving files nothing updates, and Redis grew with every
+destination ever made. Deletion happens after commit: a rolled-back delete keeps its keys.
+"""
+
+import logging
+
+import redis
+from django.db import transaction
+from django.db.models.signals import pre_delete, pre_save
+from django.dispatch import receiver
+
+from omnium.clients.models import Destination, Subscription
+from omnium.delivery import health
+from omnium.delivery.models import DeliveryState
+from omnium.redis_client import redis_client
+
+log = logging.getLogger(__name__)
+
+
+def published_keys(subscriptions) -> dict[int, list[str]]:
+    """destination id -> the Redis keys its subscriptions among `subscriptions` wrote."""
+    keys: dict[int, list[str]] = {}
+    states = (DeliveryState.objects.filter(subscription__in=subscriptions, destination__kind="redis")
+              .exclude(sent_path="").values_list("destination_id", "destination__config", "sent_path"))
+    for destination_id, config, path in states:
+        keys.setdefault(destination_id, []).append((config or {}).get("key_prefix", "feed:") + path)
+    return keys
+
+
+def delete_after_commit(keys_by_destination: dict[int, list[str]]) -> None:
+    for destination_id, keys in keys_by_destination.items():
+        destination = Destination.objects.filter(pk=destination_id).first()
+        if destination is not None and keys:
+            url, credentials = destination.config.get("url"), destination.credentials
+            transaction.on_commit(lambda u=url, c=credentials, k=keys: _delete(u, c, k))
+
+
+def _delete(url: str, credentials: dict, keys: list[str]) -> None:
+    try:
+        with redis.Redis.from_url(url, username=credentials.get("username"),
+                                  password=credentials.get("password"), socket_timeout=5) as client:
+            client.delete(*keys)
+    except redis.RedisError:  # the read path's copies expire anyway; a destination's would stay
+        log.warning("could not delete %d retired pull cache keys at %s", len(keys), url, exc_info=True)
+
+
+@receiver(pre_delete, sender=Subscription, dispatch_uid="delivery-keys-of-deleted-subscription")
+def _subscription_deleted(sender, instance, **kwargs):
+    delete_after_commit(published_keys([instance.pk]))
+
+
+@receiver(pre_save, sender=Subscription, dispatch_uid="delivery-keys-of-retired-subscription")
+def _subscription_retired(sender, instance, raw=False, **kwargs):
+    if not raw and instance.pk and not instance.active and \
+            Subscription.objects.filter(pk=instance.pk, active=True).exists():
+        delete_after_commit(published_keys([instance.pk]))
+
+
+@receiver(pre_delete, sender=Destination, dispatch_uid="delivery-health-keys-of-deleted-destination")
+def _destination_deleted(sender, instance, **kwargs):
+    key = health.destination_key(instance.pk)
+    transaction.on_commit(lambda: _quietly_delete(key, f"{key}:heartbeat"))
+
+
+def _quietly_delete(*keys: str) -> None:
+    try:
+        redis_client().delete(*keys)
+    except redis.RedisError:
+        log.warning("could not delete %s", keys, exc_info=True)
