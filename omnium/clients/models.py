@@ -214,7 +214,8 @@ class Entitlement(models.Model):
     A blank filter entitles every file of the definition (every country of a per-country
     feed); otherwise only that one. A client entitled to a feed also gets its split files
     (the calendar's per-day and per-fixture files). A shape other than plain JSON as built is
-    rendered at publish time into the client's own Redis key (`ensure_pull_cache`).
+    rendered at publish time into the client's own Redis key (its pull cache destination,
+    kept up by omnium.pullapi.pull_cache_upkeep on every save).
     """
 
     client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="entitlements")
