@@ -91,3 +91,5 @@ def _renew_forever() -> None:
             except Exception:  # PostgreSQL away: the claim expires unless a later renewal lands
                 log.warning("could not renew claim %s", claim.name, exc_info=True)
                 connection.close()
+        if not claims:
+            connection.close()  # nothing held: no connection kept open for nothing
