@@ -1,0 +1,215 @@
+"""Recovery in seconds: a worker that dies, or freezes and wakes, hands its work over within
+10 s, and a frozen sender that wakes up never makes an older file visible after a newer one."""
+
+import hashlib
+import os
+import signal
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from devtools.loopback.hosts import QuietHandler, serve_http
+from devtools.loopback.servers import freeze, thaw
+from devtools.waiting import wait_until
+from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.feeds.models import FeedDocument, PendingBuild
+from omnium.games import workflow
+from omnium.games.models import Fixture, MedalEvent, StatJob
+from omnium.routing import BUILD_LANES, STAT_LANES, build_queue, stats_queue
+from tests import child_processes
+from tests.delivery.fixtures import webhook_settings
+from tests.games.test_stat_jobs import award_gold_to_the_winner
+
+pytestmark = pytest.mark.worker
+
+# The promise: from a worker's death (or a frozen sender's loss of its lease) to the next
+# version confirmed at the client.
+RECOVERY_S = 10.0
+FAST = {"OMNIUM_SWEEP_INTERVAL_S": 0.5}
+BUILD_QUEUES = [build_queue(lane) for lane in BUILD_LANES]
+STATS_QUEUES = [stats_queue(lane) for lane in STAT_LANES]
+
+
+class HoldingReceiver:
+    """A webhook receiver that holds the first request until released; the rest it answers."""
+
+    def __init__(self):
+        self.release, self.first_arrived, self.versions = threading.Event(), threading.Event(), []
+        receiver = self
+
+        class Handler(QuietHandler):
+            def do_POST(self):
+                self.read_body()
+                if not receiver.first_arrived.is_set():
+                    receiver.first_arrived.set()
+                    receiver.release.wait(30)
+                receiver.versions.append(int(self.headers["omnium-version"]))
+                self.answer()
+
+        self.http = serve_http(Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/hook"
+
+    def stop(self):
+        self.release.set()
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.fixture
+def holding_receiver():
+    receiver = HoldingReceiver()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def started():
+    """Processes a test starts; all stopped (or already killed) after it."""
+    processes = []
+    yield processes
+    for process in reversed(processes):
+        os.killpg(process.pid, signal.SIGCONT) if process.running() else None
+        process.stop()
+
+
+def new_version(games, value) -> int:
+    """Record a score and return the calendar's version before it (the new one is higher)."""
+    before = calendar_seq(games)
+    fixture = Fixture.objects.filter(games=games).order_by("starts_at", "id").first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: value})
+    return before
+
+
+def calendar_seq(games) -> int:
+    return FeedDocument.objects.get(doc_key=f"{games.code}/calendar").seq
+
+
+def confirmed_after(destination, seq) -> bool:
+    return DeliveryState.objects.filter(destination=destination, sent_seq__gt=seq).exists()
+
+
+def test_a_sender_killed_mid_send_hands_its_destination_over_within_10_s(small_games, subscribe, holding_receiver,
+                                                                         started, clean_redis):
+    started += [child_processes.start_worker(BUILD_QUEUES, "builds", **FAST), child_processes.start_beat(**FAST)]
+    doomed = child_processes.start_delivery_worker("delivery-doomed", **FAST)
+    started.append(doomed)
+    destination = subscribe(small_games, webhook_settings(holding_receiver.url, send_timeout=30))
+    assert holding_receiver.first_arrived.wait(15), "a send in progress"
+    started.append(child_processes.start_delivery_worker("delivery-survivor", **FAST))
+
+    doomed.kill()  # mid-send: the receiver still holds its request
+    killed_at = time.monotonic()
+    before = new_version(small_games, 71)
+
+    wait_until(lambda: confirmed_after(destination, before), 30, message="the next version confirmed")
+    assert time.monotonic() - killed_at < RECOVERY_S
+
+
+def _lock_row(sql: str, params, holding: threading.Event, release: threading.Event) -> threading.Thread:
+    """Hold a row lock in another connection until `release`: whoever writes that row waits."""
+    def hold():
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            holding.set()
+            release.wait(30)
+        connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    return thread
+
+
+def _waiting_on_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND wait_event_type = 'Lock')")
+        return cursor.fetchone()[0]
+
+
+def test_a_builder_killed_mid_build_hands_its_file_over_within_10_s(small_games, subscribe, receiver, started,
+                                                                    clean_redis):
+    started += [child_processes.start_delivery_worker("delivery", **FAST), child_processes.start_beat(**FAST)]
+    doomed = child_processes.start_worker(BUILD_QUEUES, "builds-doomed", **FAST)
+    started.append(doomed)
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    wait_until(lambda: DeliveryState.objects.filter(destination=destination, sent_seq=calendar_seq(small_games))
+               .exists(), 15, message="the first version sent")
+    holding, release = threading.Event(), threading.Event()
+    doc_key = f"{small_games.code}/calendar"
+    locker = _lock_row("SELECT 1 FROM feeds_feeddocument WHERE doc_key = %s FOR UPDATE", [doc_key], holding, release)
+    try:
+        assert holding.wait(5)
+        before = new_version(small_games, 72)
+        wait_until(_waiting_on_a_lock, 15, message="the builder stuck mid-build, saving the calendar")
+        assert PendingBuild.objects.filter(doc_key=doc_key, claim_token__isnull=False).exists()
+        doomed.kill()
+        killed_at = time.monotonic()
+    finally:
+        release.set()
+        locker.join(10)
+    started.append(child_processes.start_worker(BUILD_QUEUES, "builds-after", **FAST))
+
+    wait_until(lambda: confirmed_after(destination, before), 30, message="the next version confirmed")
+    assert time.monotonic() - killed_at < RECOVERY_S
+
+
+def test_a_stat_job_killed_mid_run_is_run_again_within_10_s(small_games, started, clean_redis):
+    started += [child_processes.start_beat(**FAST)]
+    doomed = child_processes.start_worker(STATS_QUEUES, "stats-doomed", **FAST)
+    started.append(doomed)
+    event = MedalEvent.objects.filter(games=small_games, fixtures__is_medal_fixture=True).order_by("code").first()
+    holding, release = threading.Event(), threading.Event()
+    # The medal standings job writes the Games' medal table; a lock on it stops the job mid-run.
+    locker = _lock_row("SELECT 1 FROM games_medalstanding WHERE games_id = %s FOR UPDATE", [small_games.pk],
+                       holding, release)
+    try:
+        assert holding.wait(5)
+        award_gold_to_the_winner(event)
+        job = wait_until(lambda: StatJob.objects.filter(state=StatJob.State.RUNNING).first(), 15,
+                         message="the stat job running")
+        wait_until(_waiting_on_a_lock, 15, message="the stat job stuck mid-run")
+        doomed.kill()
+        killed_at = time.monotonic()
+    finally:
+        release.set()
+        locker.join(10)
+    started.append(child_processes.start_worker(STATS_QUEUES, "stats-after", **FAST))
+
+    wait_until(lambda: StatJob.objects.filter(pk=job.pk, state=StatJob.State.DONE).exists(), 30,
+               message="the stat job done")
+    assert time.monotonic() - killed_at < RECOVERY_S
+    assert StatJob.objects.get(pk=job.pk).attempts == 2, "the dead worker's attempt, then one more"
+
+
+@pytest.mark.servers
+def test_a_frozen_sender_that_wakes_never_overwrites_its_successors_newer_file(small_games, subscribe, sftp_kit,
+                                                                                sftp_server, started, clean_redis):
+    started += [child_processes.start_worker(BUILD_QUEUES, "builds", **FAST), child_processes.start_beat(**FAST)]
+    frozen = child_processes.start_delivery_worker("delivery-frozen", **FAST)
+    started.append(frozen)
+    destination = subscribe(small_games, ("sftp", sftp_kit.config(), sftp_kit.credentials()))
+    wait_until(lambda: confirmed_after(destination, calendar_seq(small_games) - 1), 15, message="first version sent")
+
+    sessions = sftp_server.session_pids()
+    freeze(sessions)  # the server stops answering: the sender blocks in its next upload
+    try:
+        older = new_version(small_games, 73)
+        wait_until(lambda: DeliveryAttempt.objects.filter(destination=destination, seq__gt=older, ok=None).exists(),
+                   15, message="the sender blocked mid-send of the next version")
+        os.killpg(frozen.pid, signal.SIGSTOP)
+    finally:
+        thaw(sessions)
+    started.append(child_processes.start_delivery_worker("delivery-successor", **FAST))
+    newest_before = new_version(small_games, 74)
+    wait_until(lambda: confirmed_after(destination, newest_before), 30, message="the successor sent the newest")
+
+    os.killpg(frozen.pid, signal.SIGCONT)  # the zombie wakes and finishes its older upload
+    wait_until(lambda: DeliveryAttempt.objects.filter(destination=destination, seq__gt=older, seq__lte=newest_before,
+                                                      ok=False).exists(), 30, message="the zombie's send refused")
+
+    state = DeliveryState.objects.get(destination=destination)
+    assert state.sent_seq == calendar_seq(small_games) > newest_before
+    held = sftp_kit.read_back(state.sent_path)
+    assert hashlib.sha256(held).digest() == bytes(state.sent_bytes_sha256), "the receiver holds the newest bytes"
