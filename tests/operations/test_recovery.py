@@ -21,6 +21,7 @@ from omnium.routing import BUILD_LANES, STAT_LANES, build_queue, stats_queue
 from tests import child_processes
 from tests.delivery.fixtures import webhook_settings
 from tests.games.test_stat_jobs import award_gold_to_the_winner
+from tests.pullapi.servers import PrivateRedis
 
 pytestmark = pytest.mark.worker
 
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.worker
 # version confirmed at the client.
 RECOVERY_S = 10.0
 FAST = {"OMNIUM_SWEEP_INTERVAL_S": 0.5}
+REDIS_OUTAGE_S = 30.0
 BUILD_QUEUES = [build_queue(lane) for lane in BUILD_LANES]
 STATS_QUEUES = [stats_queue(lane) for lane in STAT_LANES]
 
@@ -213,3 +215,32 @@ def test_a_frozen_sender_that_wakes_never_overwrites_its_successors_newer_file(s
     assert state.sent_seq == calendar_seq(small_games) > newest_before
     held = sftp_kit.read_back(state.sent_path)
     assert hashlib.sha256(held).digest() == bytes(state.sent_bytes_sha256), "the receiver holds the newest bytes"
+
+
+@pytest.mark.servers
+def test_workers_ride_out_a_30_s_redis_outage_and_push_on_through_it(small_games, subscribe, receiver, sftp_kit,
+                                                                      started):
+    private = PrivateRedis()  # the workers' Redis, ours to stop (never the machine's own)
+    env = {**FAST, "REDIS_URL": private.url}
+    started += [child_processes.start_worker(BUILD_QUEUES + STATS_QUEUES, "builds", **env),
+                child_processes.start_delivery_worker("delivery", **env), child_processes.start_beat(**env)]
+    destinations = [subscribe(small_games, webhook_settings(receiver.url)),
+                    subscribe(small_games, ("sftp", sftp_kit.config(), sftp_kit.credentials()))]
+    wait_until(lambda: all(confirmed_after(d, calendar_seq(small_games) - 1) for d in destinations), 15,
+               message="first versions sent")
+
+    def push_while_redis_is_down():
+        before = new_version(small_games, 75)
+        wait_until(lambda: all(confirmed_after(d, before) for d in destinations), 20,
+                   message="SFTP and webhook confirmed a new version while Redis was down")
+
+    try:
+        private.restart_after(REDIS_OUTAGE_S, during=push_while_redis_is_down)
+        back_at = time.monotonic()
+        before = new_version(small_games, 76)
+        wait_until(lambda: all(confirmed_after(d, before) for d in destinations), RECOVERY_S,
+                   message="a version committed after Redis returned, confirmed")
+        assert time.monotonic() - back_at < RECOVERY_S
+        assert all(process.running() for process in started), "every worker process survived the outage"
+    finally:
+        private.stop()
