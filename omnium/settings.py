@@ -241,7 +241,9 @@ OMNIUM = {
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
     "ATTEMPT_RETENTION_DAYS": _int("OMNIUM_ATTEMPT_RETENTION_DAYS", 7, minimum=0),
-    # Delivery workers say they are alive this often; silent for 3x this, they count as gone.
+    # The dead-man's switch (in beat) looks for lanes without a live worker this often.
+    "DEAD_MANS_SWITCH_EVERY_S": _positive_float("OMNIUM_DEAD_MANS_SWITCH_EVERY_S", 15.0),
+    # Workers say they are alive this often; silent for 3x this, they count as gone.
     "HEARTBEAT_INTERVAL_S": _positive_float("OMNIUM_HEARTBEAT_INTERVAL_S", 5.0),
     # A destination owed a version for longer than this raises the "behind" alert.
     "BEHIND_AFTER_S": _positive_float("OMNIUM_BEHIND_AFTER_S", 60.0),

@@ -29,3 +29,16 @@ class Alert(models.Model):
 
     def __str__(self):
         return f"{self.kind}: {self.subject}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A Celery worker saying it is alive, and which lanes (queues) it consumes. Written by
+    every worker every OMNIUM_HEARTBEAT_INTERVAL_S (alerts.worker_heartbeats); read by the
+    dead-man's switch, which runs in beat and so does not depend on any worker."""
+
+    hostname = models.CharField(max_length=200, primary_key=True)
+    queues = models.JSONField(default=list)
+    beat_at = models.DateTimeField()
+
+    def __str__(self):
+        return self.hostname

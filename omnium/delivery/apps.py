@@ -6,5 +6,13 @@ class DeliveryConfig(AppConfig):
     verbose_name = "Delivery"
 
     def ready(self):
-        # Signal receivers, the control command and the worker's start-up hook.
-        from omnium.delivery import deletion, fanout, key_cleanup, queues, settings_changes, worker_threads  # noqa: F401
+        # Signal receivers, the control command, the worker's start-up hook, beat's watchdog.
+        from omnium.delivery import (  # noqa: F401
+            dead_mans_switch,
+            deletion,
+            fanout,
+            key_cleanup,
+            queues,
+            settings_changes,
+            worker_threads,
+        )

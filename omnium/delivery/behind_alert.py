@@ -11,6 +11,8 @@ from omnium.alerts.models import Alert
 from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
 
+KIND = "destination_behind"
+
 BEHIND = """
 SELECT ds.destination_id, MIN(ds.wanted_at), COUNT(*) FROM delivery_state ds
 JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
@@ -30,12 +32,12 @@ def check_behind() -> int:
         cursor.execute(BEHIND, [limit])
         behind = {row[0]: row for row in cursor.fetchall()}
     for destination_id, (_, oldest, files) in behind.items():
-        open_alert("destination_behind", f"destination:{destination_id}",
+        open_alert(KIND, f"destination:{destination_id}",
                    f"Destination {destination_id} is owed {files} file(s); the oldest since "
                    f"{oldest:%H:%M:%S} UTC (more than {limit:g} s)", destination=destination_id)
-    open_subjects = Alert.objects.filter(kind="destination_behind", resolved_at__isnull=True).values_list(
+    open_subjects = Alert.objects.filter(kind=KIND, resolved_at__isnull=True).values_list(
         "subject", flat=True)
     for subject in list(open_subjects):
         if int(subject.split(":")[1]) not in behind:
-            resolve_alert("destination_behind", subject)
+            resolve_alert(KIND, subject)
     return len(behind)

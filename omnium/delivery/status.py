@@ -12,7 +12,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from omnium.clients.models import Client, Destination
-from omnium.delivery import health
+from omnium.delivery import dead_mans_switch, health
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.models import FeedDocument
 
@@ -68,6 +68,7 @@ def destination_statuses(destinations) -> list[DestinationStatus]:
 def overview() -> dict:
     clients = Client.objects.order_by("active", "name")
     return {
+        "lanes_without_a_worker": dead_mans_switch.silent_lanes_for_screens(),
         "switched_off": [c for c in clients if not c.active],
         "destinations": destination_statuses(Destination.objects.all()),
     }

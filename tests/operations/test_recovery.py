@@ -13,11 +13,13 @@ from django.db import connection, transaction
 from devtools.loopback.hosts import QuietHandler, serve_http
 from devtools.loopback.servers import freeze, thaw
 from devtools.waiting import wait_until
+from omnium.alerts import worker_heartbeats
+from omnium.alerts.models import Alert
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture, MedalEvent, StatJob
-from omnium.routing import BUILD_LANES, STAT_LANES, build_queue, stats_queue
+from omnium.routing import BUILD_LANES, DELIVERY_CONTROL_QUEUE, STAT_LANES, build_queue, stats_queue
 from tests import child_processes
 from tests.delivery.fixtures import webhook_settings
 from tests.games.test_stat_jobs import award_gold_to_the_winner
@@ -244,3 +246,30 @@ def test_workers_ride_out_a_30_s_redis_outage_and_push_on_through_it(small_games
         assert all(process.running() for process in started), "every worker process survived the outage"
     finally:
         private.stop()
+
+
+def test_the_dead_mans_switch_alerts_within_60_s_when_no_worker_consumes_a_lane(small_games, alert_channels,
+                                                                                started, admin_client):
+    slack, _ = alert_channels
+    env = {**FAST, "OMNIUM_HEARTBEAT_INTERVAL_S": 0.5, "OMNIUM_DEAD_MANS_SWITCH_EVERY_S": 1,
+           "OMNIUM_ALERT_SLACK_URL": slack.url}
+    started += [child_processes.start_worker(BUILD_QUEUES + STATS_QUEUES + ["alerts"], "builds", **env),
+                child_processes.start_beat(**env)]
+    doomed = child_processes.start_delivery_worker("delivery", **env)
+    started.append(doomed)
+    wait_until(lambda: DELIVERY_CONTROL_QUEUE in worker_heartbeats.live_lanes(), 15, message="delivery heartbeat")
+
+    doomed.kill()
+    killed_at = time.monotonic()
+
+    alert = wait_until(lambda: Alert.objects.filter(kind="no_worker", subject=f"lane:{DELIVERY_CONTROL_QUEUE}",
+                                                    resolved_at__isnull=True).first(), 60, message="the alert")
+    wait_until(lambda: any(DELIVERY_CONTROL_QUEUE in post["text"] for post in slack.posts), 60 - (time.monotonic() - killed_at),
+               message="the alert's notice on Slack")
+    assert time.monotonic() - killed_at < 60
+    page = admin_client.get("/admin/delivery/status/").content.decode()
+    assert "No worker is consuming" in page and DELIVERY_CONTROL_QUEUE in page
+
+    started.append(child_processes.start_delivery_worker("delivery-back", **env))
+    wait_until(lambda: Alert.objects.filter(pk=alert.pk, resolved_at__isnull=False).exists(), 30,
+               message="resolved once a worker consumes the lane again")
