@@ -223,6 +223,9 @@ OMNIUM = {
     "BUILD_QUIET_S": _positive_float("OMNIUM_BUILD_QUIET_S", 1.0),
     # ...but never later than this after its first pending change (a stream cannot starve it).
     "BUILD_MAX_WAIT_S": _positive_float("OMNIUM_BUILD_MAX_WAIT_S", 3.0),
+    # The first change to a quiet file (no pending change, no version for BUILD_QUIET_S) is
+    # built at once; what follows it is debounced as above. Off: every change waits.
+    "BUILD_LEADING_EDGE": _bool("OMNIUM_BUILD_LEADING_EDGE", True),
     # How often beat runs the backstop sweeper over PostgreSQL.
     "SWEEP_INTERVAL_S": _positive_float("OMNIUM_SWEEP_INTERVAL_S", 2.0),
     # Claims (a destination's lease, a build's, a stat job's) expire this long after their

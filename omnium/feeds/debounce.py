@@ -1,8 +1,14 @@
 """Per-file debounce, kept in PostgreSQL so that no worker's death loses a pending build.
 
-A file with a change is due once its changes have been quiet for BUILD_QUIET_S, but never
-later than BUILD_MAX_WAIT_S after its first pending change, so a steady stream of changes
-cannot starve it. All times are the database's clock, shared by every worker host.
+Leading edge (BUILD_LEADING_EDGE): the first change to a quiet file is due at once. Quiet
+means no pending change and no version of the file within the last BUILD_QUIET_S. Changes
+noted before that build is claimed ride along in it; a change noted while it runs keeps the
+row (its generation moved), so it is built afterwards, debounced like any follower.
+
+Every other change is debounced: the file is due once its changes have been quiet for
+BUILD_QUIET_S, but never later than BUILD_MAX_WAIT_S after its first pending change, so a
+steady stream of changes cannot starve it. All times are the database's clock, shared by
+every worker host.
 """
 
 import uuid
@@ -15,17 +21,30 @@ from omnium import claim_renewal
 from omnium.conf import omnium_setting
 from omnium.routing import LIVE
 
+# A version within the quiet period is what keeps a burst to one extra version per file: the
+# burst's second change finds the leading build's version (or its pending row) and waits.
+# A build that changed nothing leaves no version and pushed nothing, so it does not count.
+# A row is a leading edge while it is due at its first change (a debounced row is due at
+# least BUILD_QUIET_S later); a change folded into it before its claim keeps it due at once.
 NOTE_CHANGES = """
 INSERT INTO feeds_pendingbuild AS p
     (doc_key, lane, first_change_at, last_change_at, due_at, generation)
-SELECT key, %(lane)s, %(at)s, %(at)s, %(at)s + %(quiet)s * interval '1 second', 1
+SELECT key, %(lane)s, %(at)s, %(at)s,
+       CASE WHEN %(leading_edge)s AND NOT EXISTS (
+                SELECT 1 FROM feeds_feeddocument d
+                WHERE d.doc_key = key AND d.built_at > %(at)s - %(quiet)s * interval '1 second')
+            THEN %(at)s
+            ELSE %(at)s + %(quiet)s * interval '1 second' END,
+       1
 FROM unnest(%(keys)s::text[]) AS key
 ON CONFLICT (doc_key) DO UPDATE SET
     first_change_at = LEAST(p.first_change_at, EXCLUDED.first_change_at),
     last_change_at = GREATEST(p.last_change_at, EXCLUDED.last_change_at),
-    due_at = LEAST(
-        LEAST(p.first_change_at, EXCLUDED.first_change_at) + %(max_wait)s * interval '1 second',
-        GREATEST(p.last_change_at, EXCLUDED.last_change_at) + %(quiet)s * interval '1 second'),
+    due_at = CASE WHEN p.due_at <= p.first_change_at
+        THEN LEAST(p.due_at, EXCLUDED.first_change_at)
+        ELSE LEAST(
+            LEAST(p.first_change_at, EXCLUDED.first_change_at) + %(max_wait)s * interval '1 second',
+            GREATEST(p.last_change_at, EXCLUDED.last_change_at) + %(quiet)s * interval '1 second') END,
     generation = p.generation + 1,
     lane = CASE WHEN EXCLUDED.lane = %(live)s THEN EXCLUDED.lane ELSE p.lane END
 RETURNING due_at
@@ -40,6 +59,7 @@ def note_changes(doc_keys, changed_at: datetime, lane: str) -> list[datetime]:
         cursor.execute(NOTE_CHANGES, {
             "keys": sorted(doc_keys), "at": changed_at, "lane": lane, "live": LIVE,
             "quiet": omnium_setting("BUILD_QUIET_S"), "max_wait": omnium_setting("BUILD_MAX_WAIT_S"),
+            "leading_edge": omnium_setting("BUILD_LEADING_EDGE"),
         })
         return [row[0] for row in cursor.fetchall()]
 

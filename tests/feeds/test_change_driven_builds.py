@@ -147,7 +147,10 @@ def test_flushing_redis_between_commit_and_build_loses_nothing(small_games, clea
 def test_killing_the_worker_between_commit_and_build_loses_nothing(small_games, clean_redis):
     doc_key = f"{small_games.code}/calendar"
     seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
-    doomed = child_processes.start_worker(ALL_QUEUES, "doomed")
+    # The leading edge would claim the quiet calendar at once, and the kill would land
+    # mid-build (tests/operations/test_recovery.py covers that). Off, the change waits
+    # out its quiet period in PostgreSQL: the window this test is about.
+    doomed = child_processes.start_worker(ALL_QUEUES, "doomed", OMNIUM_BUILD_LEADING_EDGE="false")
     fixture = Fixture.objects.filter(games=small_games).first()
 
     workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 8})

@@ -1,0 +1,175 @@
+"""The leading edge: the first change to a quiet file is built at once, what follows is
+debounced. Rules on PostgreSQL alone first, then through real Celery workers."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import override_settings
+from django.utils import timezone
+
+from omnium.feeds import debounce
+from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
+from omnium.games import workflow
+from omnium.games.models import Fixture, OutboxEntry
+from omnium.routing import LIVE
+from tests import processes
+from tests.conftest import ALL_QUEUES
+from tests.waiting import wait_until
+
+QUIET = timedelta(seconds=settings.OMNIUM["BUILD_QUIET_S"])
+
+
+def quiet_calendar(games) -> str:
+    """The calendar, as if its last version were built 10 s ago (the fixture built it just now)."""
+    doc_key = f"{games.code}/calendar"
+    FeedDocument.objects.filter(doc_key=doc_key).update(built_at=timezone.now() - timedelta(seconds=10))
+    return doc_key
+
+
+def test_the_first_change_to_a_quiet_file_is_due_at_once(small_games):
+    calendar = quiet_calendar(small_games)
+
+    debounce.note_changes([calendar], timezone.now(), LIVE)
+
+    claim = debounce.claim_next_due([LIVE])
+    assert claim is not None and claim.doc_key == calendar
+
+
+def test_a_change_within_the_quiet_period_after_a_version_waits_for_quiet(small_games):
+    calendar = f"{small_games.code}/calendar"  # its version was built by the fixture a moment ago
+    changed_at = timezone.now()
+
+    [due] = debounce.note_changes([calendar], changed_at, LIVE)
+
+    assert due == changed_at + QUIET
+    assert debounce.claim_next_due([LIVE]) is None
+
+
+def test_changes_noted_before_the_claim_ride_in_the_leading_build(small_games):
+    calendar = quiet_calendar(small_games)
+    first = timezone.now() - timedelta(seconds=0.5)
+
+    debounce.note_changes([calendar], first, LIVE)
+    debounce.note_changes([calendar], first + timedelta(seconds=0.2), LIVE)
+
+    claim = debounce.claim_next_due([LIVE])
+    assert claim is not None and claim.doc_key == calendar
+    assert claim.generation == 2, "one build covers both changes"
+
+
+def test_a_change_noted_during_the_leading_build_is_built_after_it_once_quiet(small_games):
+    calendar = quiet_calendar(small_games)
+    debounce.note_changes([calendar], timezone.now(), LIVE)
+    claim = debounce.claim_next_due([LIVE])
+    during_build = timezone.now()
+
+    debounce.note_changes([calendar], during_build, LIVE)
+    still_pending = debounce.finish(claim)
+
+    assert still_pending
+    assert PendingBuild.objects.get(doc_key=calendar).due_at == during_build + QUIET
+    assert debounce.claim_next_due([LIVE]) is None, "the follower waits for the quiet period"
+
+
+@override_settings(OMNIUM={**settings.OMNIUM, "BUILD_LEADING_EDGE": False})
+def test_with_the_leading_edge_off_a_quiet_file_waits_for_the_quiet_period(small_games):
+    calendar = quiet_calendar(small_games)
+    changed_at = timezone.now()
+
+    [due] = debounce.note_changes([calendar], changed_at, LIVE)
+
+    assert due == changed_at + QUIET
+    assert debounce.claim_next_due([LIVE]) is None
+
+
+# --- through real workers ------------------------------------------------------------------
+
+def builders(name: str, **env):
+    return processes.start_worker(ALL_QUEUES, name, **{k: str(v) for k, v in env.items()})
+
+
+def wait_until_quiet(games, quiet_s: float) -> None:
+    """The fixture just built every file: wait until none has a version within `quiet_s`."""
+    latest = FeedDocument.objects.filter(games=games).order_by("-built_at").values_list("built_at", flat=True)[0]
+    time.sleep(max(0.0, quiet_s - (timezone.now() - latest).total_seconds()) + 0.05)
+
+
+def calendar_versions_after(games, seq: int):
+    return FeedVersion.objects.filter(doc_key=f"{games.code}/calendar", seq__gt=seq).order_by("seq")
+
+
+def lone_change_to_built_s(games) -> float:
+    """Score one fixture; seconds from the change's commit to the calendar's next version."""
+    seq_before = FeedDocument.objects.get(doc_key=f"{games.code}/calendar").seq
+    fixture = Fixture.objects.filter(games=games).first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 4})
+    committed = OutboxEntry.objects.latest("id").created_at
+    version = wait_until(lambda: calendar_versions_after(games, seq_before).first(), 15, message="the change built")
+    return (version.committed_at - committed).total_seconds()
+
+
+@pytest.mark.worker
+def test_a_lone_change_to_a_quiet_file_is_built_without_waiting_for_the_quiet_period(small_games, clean_redis):
+    worker = builders("leading-edge", OMNIUM_BUILD_QUIET_S=3, OMNIUM_BUILD_MAX_WAIT_S=6)
+    try:
+        wait_until_quiet(small_games, 3)
+
+        waited = lone_change_to_built_s(small_games)
+    finally:
+        worker.stop()
+    assert waited < 1.0, f"built {waited:.2f} s after the change; the quiet period is 3 s"
+
+
+@pytest.mark.worker
+def test_with_the_leading_edge_off_a_lone_change_waits_for_the_quiet_period(small_games, clean_redis):
+    worker = builders("no-leading-edge", OMNIUM_BUILD_LEADING_EDGE="false",
+                      OMNIUM_BUILD_QUIET_S=2, OMNIUM_BUILD_MAX_WAIT_S=4)
+    try:
+        wait_until_quiet(small_games, 2)
+
+        waited = lone_change_to_built_s(small_games)
+    finally:
+        worker.stop()
+    assert waited >= 2.0, f"built {waited:.2f} s after the change, before its 2 s quiet period"
+
+
+def versions_per_file(games, after_seq: int) -> dict:
+    counts = {}
+    for doc_key in FeedVersion.objects.filter(seq__gt=after_seq, doc_key__startswith=f"{games.code}/") \
+            .values_list("doc_key", flat=True):
+        counts[doc_key] = counts.get(doc_key, 0) + 1
+    return counts
+
+
+def contains(version: FeedVersion, outbox: OutboxEntry) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_visible_in_snapshot(%s::xid8, %s::pg_snapshot)", [outbox.xact_id, version.snapshot])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.worker
+def test_a_burst_to_a_quiet_file_is_built_at_once_then_batched_into_one_more_version(small_games, worker):
+    # Defaults: 1 s quiet, 3 s cap. Eight scores 150 ms apart: 1.05 s of burst.
+    wait_until_quiet(small_games, settings.OMNIUM["BUILD_QUIET_S"])
+    seq_before = FeedVersion.objects.order_by("-seq").values_list("seq", flat=True).first()
+    fixture = Fixture.objects.filter(games=small_games).first()
+    entry_id = fixture.competitors.first().entry_id
+
+    for score in range(1, 9):
+        workflow.record_score(fixture.pk, {entry_id: score})
+        if score == 1:
+            first_change = OutboxEntry.objects.latest("id")
+        time.sleep(0.15)
+    last_change = OutboxEntry.objects.latest("id")
+    wait_until(lambda: not OutboxEntry.objects.filter(handled_at__isnull=True).exists()
+               and not PendingBuild.objects.exists(), 15, message="the burst built")
+
+    calendar = list(calendar_versions_after(small_games, seq_before))
+    led_by = (calendar[0].committed_at - first_change.created_at).total_seconds()
+    assert led_by < 0.6, f"the burst's first change waited {led_by:.2f} s for its first version"
+    assert contains(calendar[-1], last_change), "the burst's last change was built"
+    per_file = versions_per_file(small_games, seq_before)
+    assert max(per_file.values()) <= 2, f"more than one version beyond the leading one: {per_file}"
