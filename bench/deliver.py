@@ -11,6 +11,13 @@ loopback (SeaweedFS, sshd, pyftpdlib, a webhook receiver, Redis). Prints one JSO
                    confirmation; it includes the medal-table stat job, the 1 s quiet period
                    and the build
   bytes_pushed_one_fixture  all destinations, one fixture's score change
+  isolated_change_to_file_s  that lone change (its files quiet): commit -> the last
+                   destination's confirmation of the last file it touched there
+  extra_versions_per_burst  six scores to one match 200 ms apart, on quiet files: the most
+                   versions any file got with the leading edge on beyond those with it off
+  bytes_pushed_ratio   bytes pushed in a replayed burst with the leading edge on, against an
+                   equally long burst of the same day played next with it off (the build
+                   workers restarted with OMNIUM_BUILD_LEADING_EDGE=false)
 
 Own PostgreSQL database (omnium_bench_deliver) and Redis databases (2: broker, 5: pull cache).
 Usage: .venv/bin/python bench/deliver.py [--burst-seconds 30]
@@ -21,6 +28,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -31,18 +39,19 @@ prepare("omnium_bench_deliver", redis_db=2)
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from devtools import processes  # noqa: E402
-from devtools.generator import Generator, delete_games, games_code  # noqa: E402
-from devtools.latency import percentile  # noqa: E402
-from devtools.loopback import receivers as loopback  # noqa: E402
-from devtools.provisioning import provision_destination  # noqa: E402
-from devtools.replay import plan_day, play  # noqa: E402
+from omnium import localrun  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
+from omnium.clients.provisioning import provision_destination  # noqa: E402
+from omnium.conf import omnium_setting  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
 from omnium.feeds.builder import build_file, files_of  # noqa: E402
+from omnium.feeds.latency import percentile  # noqa: E402
 from omnium.feeds.models import FeedVersion, PendingBuild  # noqa: E402
 from omnium.games import workflow  # noqa: E402
+from omnium.games.generator import Generator, delete_games, games_code  # noqa: E402
 from omnium.games.models import Fixture, OutboxEntry  # noqa: E402
+from omnium.games.replay import plan_day, play  # noqa: E402
+from omnium.loopback import receivers as loopback  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
 
@@ -166,16 +175,74 @@ def by_transport(destinations_, first_seq) -> dict:
     return result
 
 
-def one_fixture(games, destination_ids) -> dict:
-    fixture = Fixture.objects.filter(games=games, event__is_team=True, status="scheduled").order_by("starts_at", "id")[0]
+def first_team_match(games) -> Fixture:
+    return Fixture.objects.filter(games=games, event__is_team=True, status="scheduled").order_by("starts_at", "id")[0]
+
+
+def one_fixture(fixture, destination_ids) -> dict:
     first_seq = latest(FeedVersion, "seq")
     workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 1})
+    change = latest(OutboxEntry, "id")
     time.sleep(1.5)
     wait_caught_up(20, destination_ids)
     sent = DeliveryAttempt.objects.filter(destination_id__in=destination_ids, ok=True, seq__gt=first_seq)
     return {"bytes_pushed_one_fixture": sum(sent.values_list("bytes", flat=True)),
             "files_pushed_one_fixture": sorted({d.split("/", 1)[1] for d in sent.values_list("doc_key", flat=True)}),
-            "sends_one_fixture": sent.count()}
+            "sends_one_fixture": sent.count(),
+            "isolated_change_to_file_s": change_at_every_destination_s(change, destination_ids)}
+
+
+# Every (destination, file) pair the change touched must have a confirmed send of a version
+# that contains it; one missing pair and the answer is None, not a flattering maximum.
+CHANGE_AT_EVERY_DESTINATION = """
+WITH change AS (SELECT created_at, xact_id, records FROM games_outbox WHERE id = %(change)s),
+first_version AS (
+    SELECT v.doc_key, MIN(v.seq) AS seq FROM change c
+    JOIN feeds_feedversion v ON v.committed_at >= c.created_at AND pg_visible_in_snapshot(c.xact_id, v.snapshot)
+    WHERE v.doc_key IN (SELECT d.doc_key FROM jsonb_array_elements(c.records) r, feed_dependency d
+                        WHERE d.record_kind = r->>0 AND d.record_id = (r->>1)::uuid)
+    GROUP BY v.doc_key),
+owed AS (
+    SELECT s.destination_id, s.doc_key, f.seq FROM delivery_deliverystate s JOIN first_version f USING (doc_key)
+    WHERE s.destination_id = ANY(%(destinations)s))
+SELECT EXTRACT(EPOCH FROM MAX(confirmed.at) - (SELECT created_at FROM change)), bool_and(confirmed.at IS NOT NULL)
+FROM owed LEFT JOIN LATERAL (
+    SELECT MIN(a.started_at + a.duration_ms * interval '1 millisecond') AS at FROM delivery_deliveryattempt a
+    WHERE a.destination_id = owed.destination_id AND a.doc_key = owed.doc_key AND a.seq >= owed.seq AND a.ok
+) confirmed ON true
+"""
+
+
+def change_at_every_destination_s(change_id: int, destination_ids) -> float | None:
+    with connection.cursor() as cursor:
+        cursor.execute(CHANGE_AT_EVERY_DESTINATION, {"change": change_id, "destinations": list(destination_ids)})
+        seconds, all_confirmed = cursor.fetchone()
+    return round(float(seconds), 3) if seconds is not None and all_confirmed else None
+
+
+def score_flurry(fixture, first_score: int, destination_ids) -> Counter:
+    """Six scores to one match, 200 ms apart, once its files are quiet; new versions per file."""
+    wait_caught_up(20, destination_ids)
+    time.sleep(omnium_setting("BUILD_QUIET_S") + 0.5)  # no version within the quiet period
+    first_seq = latest(FeedVersion, "seq")
+    entry_id = fixture.competitors.first().entry_id
+    for score in range(first_score, first_score + 6):
+        workflow.record_score(fixture.pk, {entry_id: score})
+        time.sleep(0.2)
+    time.sleep(1.5)
+    wait_caught_up(20, destination_ids)
+    return Counter(FeedVersion.objects.filter(seq__gt=first_seq).values_list("doc_key", flat=True))
+
+
+def bytes_pushed(destination_ids, first_seq) -> int:
+    sent = DeliveryAttempt.objects.filter(destination_id__in=destination_ids, ok=True, seq__gt=first_seq)
+    return sum(sent.values_list("bytes", flat=True))
+
+
+def build_workers(env: dict, leading_edge: bool) -> list:
+    env = {**env, "OMNIUM_BUILD_LEADING_EDGE": "true" if leading_edge else "false"}
+    return [localrun.start_worker(LIVE_QUEUES, "bench-live", 2, env),
+            localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env)]
 
 
 def fanout_500(games, receivers) -> float:
@@ -205,6 +272,16 @@ def fanout_500(games, receivers) -> float:
     return round((last - committed).total_seconds(), 3)
 
 
+def leading_edge_costs(flurry_on: Counter, flurry_off: Counter, bytes_on: int, bytes_off: int) -> dict:
+    def by_feed(counts):
+        return {key.split("/", 1)[1]: n for key, n in sorted(counts.items())}
+
+    extra = max(flurry_on[key] - flurry_off[key] for key in flurry_on | flurry_off)
+    return {"extra_versions_per_burst": extra, "burst_versions_leading_edge_on": by_feed(flurry_on),
+            "burst_versions_leading_edge_off": by_feed(flurry_off), "bytes_pushed_leading_edge_on": bytes_on,
+            "bytes_pushed_leading_edge_off": bytes_off, "bytes_pushed_ratio": round(bytes_on / bytes_off, 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--burst-seconds", type=float, default=30.0)
@@ -219,27 +296,30 @@ def main() -> None:
     log("starting receivers")
     receivers = loopback.start("redis://127.0.0.1:6379/5")
     env = dict(os.environ)
-    running = []
+    builders, others = [], []
     try:
         healthy = destinations(games, receivers)
         ids = [d.pk for d in healthy]
-        running = [processes.start_worker(LIVE_QUEUES, "bench-live", 2, env),
-                     processes.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
-                     *[processes.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
-                       for n in range(1, args.delivery_workers + 1)],
-                     processes.start_beat("bench-beat", env)]
+        builders = build_workers(env, leading_edge=True)
+        others = [*[localrun.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
+                    for n in range(1, args.delivery_workers + 1)],
+                  localrun.start_beat("bench-beat", env)]
         if args.only_fanout:
             log("fan-out to 500 destinations")
             print(json.dumps({"fanout_500_s": fanout_500(games, receivers)}))
             return
         log("initial catch-up of 20 destinations")
         wait_caught_up(120, ids)
-        result = one_fixture(games, ids)
+        match = first_team_match(games)
+        result = one_fixture(match, ids)
+        log("a flurry of scores to one match")
+        flurry_on = score_flurry(match, 2, ids)
         log(f"burst without faults ({args.burst_seconds:.0f} s)")
-        # Both bursts come from the same busy day, one after the other, so that the load with
-        # and without faults is alike and their ratio says something.
+        # Every burst comes from the same busy day, one after the other, so that the loads
+        # compared (with and without faults, with and without the leading edge) are alike.
         day = plan_day(games, 3)
         calm = burst(day, args.burst_seconds, args.speed, ids)
+        bytes_on = bytes_pushed(ids, calm["first_seq"])
         calm_ages = ages(ids, calm["first_seq"])
         to_file = change_to_file(calm["first_outbox"], ids)
         result.update({
@@ -250,10 +330,18 @@ def main() -> None:
             "age_p95_by_transport": by_transport(healthy, calm["first_seq"]),
             **age_phases(ids, calm["first_seq"]),
         })
+        log("the same flurry and an equally long burst with the leading edge off")
+        localrun.stop_all(builders)
+        builders = build_workers(env, leading_edge=False)
+        flurry_off = score_flurry(match, 8, ids)
+        unled = burst(day[calm["played"]:], args.burst_seconds, args.speed, ids)
+        result.update(leading_edge_costs(flurry_on, flurry_off, bytes_on, bytes_pushed(ids, unled["first_seq"])))
+        localrun.stop_all(builders)
+        builders = build_workers(env, leading_edge=True)
         log("burst with a hanging and a trickling destination")
         provision_destination("bench-faults", "hanging", receivers.hanging(), games, FEEDS)
         provision_destination("bench-faults", "trickling", receivers.trickling(send_timeout=30), games, FEEDS)
-        stormy = burst(day[calm["played"]:], args.burst_seconds, args.speed, ids)
+        stormy = burst(day[calm["played"] + unled["played"]:], args.burst_seconds, args.speed, ids)
         stormy_ages = ages(ids, stormy["first_seq"])
         result["age_p95_with_faults_s"] = p(stormy_ages, 0.95)
         result["isolation_ratio"] = round(result["age_p95_with_faults_s"] / result["age_p95_s"], 3)
@@ -261,7 +349,7 @@ def main() -> None:
             log("fan-out to 500 destinations")
             result["fanout_500_s"] = fanout_500(games, receivers)
     finally:
-        processes.stop_all(running)
+        localrun.stop_all(builders + others)
         receivers.stop()
     print(json.dumps(result, indent=2))
 
