@@ -166,13 +166,17 @@ def release(claim: Claim, retry_in_s: float) -> None:
 
 
 def next_due_in(lanes: list[str]) -> float | None:
-    """Seconds until the next unclaimed pending build of these lanes is due (0 if overdue)."""
+    """Seconds until the next unclaimed pending build of these lanes is due (0 if overdue),
+    None if there is none."""
+    # Not GREATEST(0, …) in SQL: it skips a NULL, so "none pending" read as "due now", and
+    # every idle builder woke itself every NOTHING_CLAIMED_RETRY_S, forever (5 tasks a second
+    # per lane in the bench logs, with nothing to build).
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT GREATEST(0, EXTRACT(EPOCH FROM MIN(due_at) - clock_timestamp()))
+            """SELECT EXTRACT(EPOCH FROM MIN(due_at) - clock_timestamp())
                FROM feeds_pendingbuild WHERE lane = ANY(%s)
                  AND (claimed_until IS NULL OR claimed_until < clock_timestamp())""",
             [list(lanes)],
         )
         value = cursor.fetchone()[0]
-    return None if value is None else float(value)
+    return None if value is None else max(0.0, float(value))

@@ -190,6 +190,17 @@ def test_a_builder_that_cannot_claim_a_due_file_looks_again_shortly_not_at_once(
         other.close()
 
 
+def test_an_idle_builder_schedules_no_wake_up(small_games, clean_redis):
+    from omnium.feeds import debounce, tasks
+    from omnium.routing import LIVE
+
+    built = tasks.build_due(LIVE)  # nothing is pending
+
+    assert built == 0
+    assert debounce.next_due_in([LIVE]) is None
+    assert clean_redis.get(f"omnium:build-wake:{LIVE}") is None, "an idle builder polled itself"
+
+
 def _dsn() -> str:
     settings = connection.settings_dict
     return f"postgresql://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
