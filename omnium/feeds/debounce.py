@@ -40,7 +40,7 @@ FROM unnest(%(keys)s::text[]) AS key
 ON CONFLICT (doc_key) DO UPDATE SET
     first_change_at = LEAST(p.first_change_at, EXCLUDED.first_change_at),
     last_change_at = GREATEST(p.last_change_at, EXCLUDED.last_change_at),
-    due_at = CASE WHEN p.due_at <= p.first_change_at
+    due_at = CASE WHEN %(leading_edge)s AND p.due_at <= p.first_change_at
         THEN LEAST(p.due_at, EXCLUDED.first_change_at)
         ELSE LEAST(
             LEAST(p.first_change_at, EXCLUDED.first_change_at) + %(max_wait)s * interval '1 second',

@@ -1,15 +1,20 @@
 """The leading edge: the first change to a quiet file is built at once, what follows is
 debounced. Rules on PostgreSQL alone first, then through real Celery workers."""
 
+import importlib.util
 import time
+from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
+import omnium
 from omnium.feeds import debounce
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
 from omnium.games import workflow
@@ -85,11 +90,29 @@ def test_with_the_leading_edge_off_a_quiet_file_waits_for_the_quiet_period(small
     assert debounce.claim_next_due([LIVE]) is None
 
 
+def settings_read_from_the_environment() -> dict:
+    """omnium/settings.py executed afresh, as a process starting now would read it."""
+    spec = importlib.util.spec_from_file_location("settings_at_start", Path(omnium.__file__).parent / "settings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.OMNIUM
+
+
+@pytest.mark.parametrize(("value", "leading_edge"), [("false", False), ("0", False), ("Off", False), ("true", True)])
+def test_the_leading_edge_setting_reads_yes_and_no(monkeypatch, value, leading_edge):
+    monkeypatch.setenv("OMNIUM_BUILD_LEADING_EDGE", value)
+
+    assert settings_read_from_the_environment()["BUILD_LEADING_EDGE"] is leading_edge
+
+
+def test_a_misspelt_leading_edge_setting_stops_the_process_at_start(monkeypatch):
+    monkeypatch.setenv("OMNIUM_BUILD_LEADING_EDGE", "flase")  # env.bool would read this as False
+
+    with pytest.raises(ImproperlyConfigured, match="OMNIUM_BUILD_LEADING_EDGE"):
+        settings_read_from_the_environment()
+
+
 # --- through real workers ------------------------------------------------------------------
-
-def builders(name: str, **env):
-    return processes.start_worker(ALL_QUEUES, name, **{k: str(v) for k, v in env.items()})
-
 
 def wait_until_quiet(games, quiet_s: float) -> None:
     """The fixture just built every file: wait until none has a version within `quiet_s`."""
@@ -113,7 +136,7 @@ def lone_change_to_built_s(games) -> float:
 
 @pytest.mark.worker
 def test_a_lone_change_to_a_quiet_file_is_built_without_waiting_for_the_quiet_period(small_games, clean_redis):
-    worker = builders("leading-edge", OMNIUM_BUILD_QUIET_S=3, OMNIUM_BUILD_MAX_WAIT_S=6)
+    worker = processes.start_worker(ALL_QUEUES, "leading-edge", OMNIUM_BUILD_QUIET_S=3, OMNIUM_BUILD_MAX_WAIT_S=6)
     try:
         wait_until_quiet(small_games, 3)
 
@@ -125,8 +148,8 @@ def test_a_lone_change_to_a_quiet_file_is_built_without_waiting_for_the_quiet_pe
 
 @pytest.mark.worker
 def test_with_the_leading_edge_off_a_lone_change_waits_for_the_quiet_period(small_games, clean_redis):
-    worker = builders("no-leading-edge", OMNIUM_BUILD_LEADING_EDGE="false",
-                      OMNIUM_BUILD_QUIET_S=2, OMNIUM_BUILD_MAX_WAIT_S=4)
+    worker = processes.start_worker(ALL_QUEUES, "no-leading-edge", OMNIUM_BUILD_LEADING_EDGE="false",
+                                    OMNIUM_BUILD_QUIET_S=2, OMNIUM_BUILD_MAX_WAIT_S=4)
     try:
         wait_until_quiet(small_games, 2)
 
@@ -136,12 +159,9 @@ def test_with_the_leading_edge_off_a_lone_change_waits_for_the_quiet_period(smal
     assert waited >= 2.0, f"built {waited:.2f} s after the change, before its 2 s quiet period"
 
 
-def versions_per_file(games, after_seq: int) -> dict:
-    counts = {}
-    for doc_key in FeedVersion.objects.filter(seq__gt=after_seq, doc_key__startswith=f"{games.code}/") \
-            .values_list("doc_key", flat=True):
-        counts[doc_key] = counts.get(doc_key, 0) + 1
-    return counts
+def versions_per_file(games, after_seq: int) -> Counter:
+    new = FeedVersion.objects.filter(seq__gt=after_seq, doc_key__startswith=f"{games.code}/")
+    return Counter(new.values_list("doc_key", flat=True))
 
 
 def contains(version: FeedVersion, outbox: OutboxEntry) -> bool:
