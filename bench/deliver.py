@@ -16,9 +16,10 @@ loopback (SeaweedFS, sshd, pyftpdlib, a webhook receiver, Redis). Prints one JSO
                    containing it; isolated_change_to_every_file_s: every file it touched
   extra_versions_per_burst  six scores to one match 200 ms apart, on quiet files: the most
                    versions any file got with the leading edge on beyond those with it off
-  bytes_pushed_ratio   bytes pushed in a replayed burst with the leading edge on, against an
-                   equally long burst of the same day played next with it off (the build
-                   workers restarted with OMNIUM_BUILD_LEADING_EDGE=false)
+  bytes_pushed_ratio   bytes pushed in the burst without faults with the leading edge on,
+                   against the same burst with it off: the Games generated again (the same
+                   data and plan), the same changes before it, every process restarted with
+                   OMNIUM_BUILD_LEADING_EDGE=false; leading_edge_off holds that run's numbers
 
 Own PostgreSQL database (omnium_bench_deliver) and Redis databases (2: broker, 5: pull cache).
 Usage: .venv/bin/python bench/deliver.py [--burst-seconds 30]
@@ -262,10 +263,13 @@ def bytes_pushed(destination_ids, first_seq) -> int:
     return sum(sent.values_list("bytes", flat=True))
 
 
-def build_workers(env: dict, leading_edge: bool) -> list:
-    env = {**env, "OMNIUM_BUILD_LEADING_EDGE": "true" if leading_edge else "false"}
+def start_processes(args, leading_edge: bool) -> list:
+    env = {**os.environ, "OMNIUM_BUILD_LEADING_EDGE": "true" if leading_edge else "false"}
     return [localrun.start_worker(LIVE_QUEUES, "bench-live", 2, env),
-            localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env)]
+            localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
+            *[localrun.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
+              for n in range(1, args.delivery_workers + 1)],
+            localrun.start_beat("bench-beat", env)]
 
 
 def fanout_500(games, receivers) -> float:
@@ -295,14 +299,82 @@ def fanout_500(games, receivers) -> float:
     return round((last - committed).total_seconds(), 3)
 
 
-def leading_edge_costs(flurry_on: Counter, flurry_off: Counter, bytes_on: int, bytes_off: int) -> dict:
+def calm_burst_measurements(healthy, calm: dict, args) -> dict:
+    ids = [d.pk for d in healthy]
+    calm_ages = ages(ids, calm["first_seq"])
+    to_file = change_to_file(calm["first_outbox"], ids)
+    return {
+        "destinations": len(ids), "sends_measured": len(calm_ages), "replay_speed": args.speed,
+        "changes_per_s": round(calm["played"] / args.burst_seconds, 2),
+        "age_p50_s": p(calm_ages, 0.5), "age_p95_s": p(calm_ages, 0.95), "age_p99_s": p(calm_ages, 0.99),
+        "change_to_file_p50_s": p(to_file, 0.5), "change_to_file_p95_s": p(to_file, 0.95),
+        "age_p95_by_transport": by_transport(healthy, calm["first_seq"]),
+        **age_phases(ids, calm["first_seq"]),
+        "bytes_pushed_burst": bytes_pushed(ids, calm["first_seq"]),
+    }
+
+
+def faults_and_fanout(games, receivers, ids, rest_of_day, age_p95_s: float, args) -> dict:
+    log("burst with a hanging and a trickling destination")
+    provision_destination("bench-faults", "hanging", receivers.hanging(), games, FEEDS)
+    provision_destination("bench-faults", "trickling", receivers.trickling(send_timeout=30), games, FEEDS)
+    # The next stretch of the same busy day, so that the loads with and without faults are
+    # alike and their ratio says something.
+    stormy = burst(rest_of_day, args.burst_seconds, args.speed, ids)
+    with_faults = p(ages(ids, stormy["first_seq"]), 0.95)
+    result = {"age_p95_with_faults_s": with_faults, "isolation_ratio": round(with_faults / age_p95_s, 3)}
+    if not args.skip_fanout:
+        log("fan-out to 500 destinations")
+        result["fanout_500_s"] = fanout_500(games, receivers)
+    return result
+
+
+def one_world(args, receivers, leading_edge: bool) -> tuple[dict, Counter]:
+    """A freshly generated Games (the generator is deterministic: the same data, ids and day
+    plan each time), 20 destinations and fresh processes; then the lone change, the flurry
+    and the calm burst. With the leading edge on, the faults burst and the fan-out follow."""
+    log(f"generating and building an asian-games-scale Games; leading edge {'on' if leading_edge else 'off'}")
+    games = fresh_games()
+    healthy = destinations(games, receivers)
+    ids = [d.pk for d in healthy]
+    processes = start_processes(args, leading_edge)
+    try:
+        if args.only_fanout:
+            log("fan-out to 500 destinations")
+            return {"fanout_500_s": fanout_500(games, receivers)}, Counter()
+        log("initial catch-up of 20 destinations")
+        wait_caught_up(120, ids)
+        warm_up_builders(games, ids)
+        match = team_match(games)
+        result = one_fixture(match, ids)
+        log("a flurry of scores to one match")
+        flurry = score_flurry(match, 2, ids)
+        log(f"burst without faults ({args.burst_seconds:.0f} s)")
+        day = plan_day(games, 3)
+        calm = burst(day, args.burst_seconds, args.speed, ids)
+        result.update(calm_burst_measurements(healthy, calm, args))
+        if leading_edge:
+            result.update(faults_and_fanout(games, receivers, ids, day[calm["played"]:], result["age_p95_s"], args))
+        return result, flurry
+    finally:
+        localrun.stop_all(processes)
+
+
+def leading_edge_costs(led: tuple[dict, Counter], unled: tuple[dict, Counter]) -> dict:
+    """The same changes with the leading edge on and off: what it costs and what it buys."""
+    (on, flurry_on), (off, flurry_off) = led, unled
+
     def by_feed(counts):
         return {key.split("/", 1)[1]: n for key, n in sorted(counts.items())}
 
-    extra = max(flurry_on[key] - flurry_off[key] for key in flurry_on | flurry_off)
-    return {"extra_versions_per_burst": extra, "burst_versions_leading_edge_on": by_feed(flurry_on),
-            "burst_versions_leading_edge_off": by_feed(flurry_off), "bytes_pushed_leading_edge_on": bytes_on,
-            "bytes_pushed_leading_edge_off": bytes_off, "bytes_pushed_ratio": round(bytes_on / bytes_off, 3)}
+    return {
+        "extra_versions_per_burst": max(flurry_on[key] - flurry_off[key] for key in flurry_on | flurry_off),
+        "burst_versions_leading_edge_on": by_feed(flurry_on), "burst_versions_leading_edge_off": by_feed(flurry_off),
+        "bytes_pushed_ratio": round(on["bytes_pushed_burst"] / off["bytes_pushed_burst"], 3),
+        "leading_edge_off": {key: off[key] for key in (
+            "isolated_change_to_file_s", "isolated_change_to_every_file_s", "changes_per_s", "bytes_pushed_burst",
+            "age_p50_s", "age_p95_s", "change_to_file_p50_s", "change_to_file_p95_s")},
+    }
 
 
 def main() -> None:
@@ -314,66 +386,15 @@ def main() -> None:
     parser.add_argument("--delivery-workers", type=int, default=2)
     parser.add_argument("--delivery-threads", type=int, default=16, help="per delivery worker")
     args = parser.parse_args()
-    log("generating and building an asian-games-scale Games")
-    games = fresh_games()
     log("starting receivers")
     receivers = loopback.start("redis://127.0.0.1:6379/5")
-    env = dict(os.environ)
-    builders, others = [], []
     try:
-        healthy = destinations(games, receivers)
-        ids = [d.pk for d in healthy]
-        builders = build_workers(env, leading_edge=True)
-        others = [*[localrun.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
-                    for n in range(1, args.delivery_workers + 1)],
-                  localrun.start_beat("bench-beat", env)]
-        if args.only_fanout:
-            log("fan-out to 500 destinations")
-            print(json.dumps({"fanout_500_s": fanout_500(games, receivers)}))
-            return
-        log("initial catch-up of 20 destinations")
-        wait_caught_up(120, ids)
-        warm_up_builders(games, ids)
-        match = team_match(games)
-        result = one_fixture(match, ids)
-        log("a flurry of scores to one match")
-        flurry_on = score_flurry(match, 2, ids)
-        log(f"burst without faults ({args.burst_seconds:.0f} s)")
-        # Every burst comes from the same busy day, one after the other, so that the loads
-        # compared (with and without faults, with and without the leading edge) are alike.
-        day = plan_day(games, 3)
-        calm = burst(day, args.burst_seconds, args.speed, ids)
-        bytes_on = bytes_pushed(ids, calm["first_seq"])
-        calm_ages = ages(ids, calm["first_seq"])
-        to_file = change_to_file(calm["first_outbox"], ids)
-        result.update({
-            "destinations": len(ids), "sends_measured": len(calm_ages), "replay_speed": args.speed,
-            "changes_per_s": round(calm["played"] / args.burst_seconds, 2),
-            "age_p50_s": p(calm_ages, 0.5), "age_p95_s": p(calm_ages, 0.95), "age_p99_s": p(calm_ages, 0.99),
-            "change_to_file_p50_s": p(to_file, 0.5), "change_to_file_p95_s": p(to_file, 0.95),
-            "age_p95_by_transport": by_transport(healthy, calm["first_seq"]),
-            **age_phases(ids, calm["first_seq"]),
-        })
-        log("the same flurry and an equally long burst with the leading edge off")
-        localrun.stop_all(builders)
-        builders = build_workers(env, leading_edge=False)
-        flurry_off = score_flurry(match, 8, ids)
-        unled = burst(day[calm["played"]:], args.burst_seconds, args.speed, ids)
-        result.update(leading_edge_costs(flurry_on, flurry_off, bytes_on, bytes_pushed(ids, unled["first_seq"])))
-        localrun.stop_all(builders)
-        builders = build_workers(env, leading_edge=True)
-        log("burst with a hanging and a trickling destination")
-        provision_destination("bench-faults", "hanging", receivers.hanging(), games, FEEDS)
-        provision_destination("bench-faults", "trickling", receivers.trickling(send_timeout=30), games, FEEDS)
-        stormy = burst(day[calm["played"] + unled["played"]:], args.burst_seconds, args.speed, ids)
-        stormy_ages = ages(ids, stormy["first_seq"])
-        result["age_p95_with_faults_s"] = p(stormy_ages, 0.95)
-        result["isolation_ratio"] = round(result["age_p95_with_faults_s"] / result["age_p95_s"], 3)
-        if not args.skip_fanout:
-            log("fan-out to 500 destinations")
-            result["fanout_500_s"] = fanout_500(games, receivers)
+        led = one_world(args, receivers, leading_edge=True)
+        result = led[0]
+        if not args.only_fanout:
+            log("the same Games, changes and burst again, with the leading edge off")
+            result.update(leading_edge_costs(led, one_world(args, receivers, leading_edge=False)))
     finally:
-        localrun.stop_all(builders + others)
         receivers.stop()
     print(json.dumps(result, indent=2))
 
