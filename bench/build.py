@@ -22,15 +22,15 @@ prepare("omnium_bench", redis_db=2)
 
 from django.core.management import call_command  # noqa: E402
 
-from omnium import localrun  # noqa: E402
+from devtools import processes  # noqa: E402
+from devtools.generator import Generator, delete_games, games_code  # noqa: E402
+from devtools.latency import change_to_built_seconds, percentile  # noqa: E402
+from devtools.replay import plan_day, play  # noqa: E402
 from omnium.conf import omnium_setting  # noqa: E402
 from omnium.feeds import builder, changes  # noqa: E402
-from omnium.feeds.latency import change_to_built_seconds, percentile  # noqa: E402
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild  # noqa: E402
 from omnium.games import workflow  # noqa: E402
-from omnium.games.generator import Generator, delete_games, games_code  # noqa: E402
 from omnium.games.models import Fixture, OutboxEntry  # noqa: E402
-from omnium.games.replay import plan_day, play  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
 
@@ -149,10 +149,10 @@ def main() -> None:
     result.update(one_fixture_change(games))
     log("starting real Celery workers and beat")
     env = dict(os.environ)
-    processes = [
-        localrun.start_worker(LIVE_QUEUES, "bench-live", 2, env),
-        localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
-        localrun.start_beat("bench-beat", env),
+    running = [
+        processes.start_worker(LIVE_QUEUES, "bench-live", 2, env),
+        processes.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
+        processes.start_beat("bench-beat", env),
     ]
     try:
         log("isolated changes")
@@ -160,7 +160,7 @@ def main() -> None:
         log(f"replaying a burst of live play for {args.replay_seconds:.0f} s")
         result.update(replay_burst(games, args.replay_seconds))
     finally:
-        localrun.stop_all(processes)
+        processes.stop_all(running)
     print(json.dumps(result, indent=2))
 
 

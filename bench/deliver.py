@@ -41,19 +41,19 @@ prepare("omnium_bench_deliver", redis_db=2)
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from omnium import localrun  # noqa: E402
+from devtools import processes  # noqa: E402
+from devtools.generator import Generator, delete_games, games_code  # noqa: E402
+from devtools.latency import percentile  # noqa: E402
+from devtools.loopback import receivers as loopback  # noqa: E402
+from devtools.provisioning import provision_destination  # noqa: E402
+from devtools.replay import plan_day, play  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
-from omnium.clients.provisioning import provision_destination  # noqa: E402
 from omnium.conf import omnium_setting  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
 from omnium.feeds.builder import build_file, files_of  # noqa: E402
-from omnium.feeds.latency import percentile  # noqa: E402
 from omnium.feeds.models import FeedVersion, PendingBuild  # noqa: E402
 from omnium.games import workflow  # noqa: E402
-from omnium.games.generator import Generator, delete_games, games_code  # noqa: E402
 from omnium.games.models import Fixture, OutboxEntry  # noqa: E402
-from omnium.games.replay import plan_day, play  # noqa: E402
-from omnium.loopback import receivers as loopback  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
 
@@ -265,11 +265,11 @@ def bytes_pushed(destination_ids, first_seq) -> int:
 
 def start_processes(args, leading_edge: bool) -> list:
     env = {**os.environ, "OMNIUM_BUILD_LEADING_EDGE": "true" if leading_edge else "false"}
-    return [localrun.start_worker(LIVE_QUEUES, "bench-live", 2, env),
-            localrun.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
-            *[localrun.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
+    return [processes.start_worker(LIVE_QUEUES, "bench-live", 2, env),
+            processes.start_worker(BULK_QUEUES, "bench-bulk", 1, env),
+            *[processes.start_delivery_worker(f"bench-delivery-{n}", args.delivery_threads, env)
               for n in range(1, args.delivery_workers + 1)],
-            localrun.start_beat("bench-beat", env)]
+            processes.start_beat("bench-beat", env)]
 
 
 def fanout_500(games, receivers) -> float:
@@ -337,7 +337,7 @@ def one_world(args, receivers, leading_edge: bool) -> tuple[dict, Counter]:
     games = fresh_games()
     healthy = destinations(games, receivers)
     ids = [d.pk for d in healthy]
-    processes = start_processes(args, leading_edge)
+    running = start_processes(args, leading_edge)
     try:
         if args.only_fanout:
             log("fan-out to 500 destinations")
@@ -357,7 +357,7 @@ def one_world(args, receivers, leading_edge: bool) -> tuple[dict, Counter]:
             result.update(faults_and_fanout(games, receivers, ids, day[calm["played"]:], result["age_p95_s"], args))
         return result, flurry
     finally:
-        localrun.stop_all(processes)
+        processes.stop_all(running)
 
 
 def leading_edge_costs(led: tuple[dict, Counter], unled: tuple[dict, Counter]) -> dict:

@@ -15,22 +15,26 @@ from django.test import override_settings
 from django.utils import timezone
 
 import omnium
+from devtools.waiting import wait_until
 from omnium.feeds import debounce
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture, OutboxEntry
 from omnium.routing import LIVE
-from tests import processes
+from tests import child_processes
 from tests.conftest import ALL_QUEUES
-from tests.waiting import wait_until
 
 QUIET = timedelta(seconds=settings.OMNIUM["BUILD_QUIET_S"])
 
 
 def quiet_calendar(games) -> str:
-    """The calendar, as if its last version were built 10 s ago (the fixture built it just now)."""
+    """The calendar, as if its last version were built 10 s ago."""
+    return calendar_built_ago(games, timedelta(seconds=10))
+
+
+def calendar_built_ago(games, ago: timedelta) -> str:
     doc_key = f"{games.code}/calendar"
-    FeedDocument.objects.filter(doc_key=doc_key).update(built_at=timezone.now() - timedelta(seconds=10))
+    FeedDocument.objects.filter(doc_key=doc_key).update(built_at=timezone.now() - ago)
     return doc_key
 
 
@@ -44,7 +48,7 @@ def test_the_first_change_to_a_quiet_file_is_due_at_once(small_games):
 
 
 def test_a_change_within_the_quiet_period_after_a_version_waits_for_quiet(small_games):
-    calendar = f"{small_games.code}/calendar"  # its version was built by the fixture a moment ago
+    calendar = calendar_built_ago(small_games, timedelta(seconds=0.1))
     changed_at = timezone.now()
 
     [due] = debounce.note_changes([calendar], changed_at, LIVE)
@@ -136,7 +140,7 @@ def lone_change_to_built_s(games) -> float:
 
 @pytest.mark.worker
 def test_a_lone_change_to_a_quiet_file_is_built_without_waiting_for_the_quiet_period(small_games, clean_redis):
-    worker = processes.start_worker(ALL_QUEUES, "leading-edge", OMNIUM_BUILD_QUIET_S=3, OMNIUM_BUILD_MAX_WAIT_S=6)
+    worker = child_processes.start_worker(ALL_QUEUES, "leading-edge", OMNIUM_BUILD_QUIET_S=3, OMNIUM_BUILD_MAX_WAIT_S=6)
     try:
         wait_until_quiet(small_games, 3)
 
@@ -148,7 +152,7 @@ def test_a_lone_change_to_a_quiet_file_is_built_without_waiting_for_the_quiet_pe
 
 @pytest.mark.worker
 def test_with_the_leading_edge_off_a_lone_change_waits_for_the_quiet_period(small_games, clean_redis):
-    worker = processes.start_worker(ALL_QUEUES, "no-leading-edge", OMNIUM_BUILD_LEADING_EDGE="false",
+    worker = child_processes.start_worker(ALL_QUEUES, "no-leading-edge", OMNIUM_BUILD_LEADING_EDGE="false",
                                     OMNIUM_BUILD_QUIET_S=2, OMNIUM_BUILD_MAX_WAIT_S=4)
     try:
         wait_until_quiet(small_games, 2)
