@@ -6,6 +6,11 @@ carry `user:password@`, and a server chooses its own reason phrase and body. So 
 `last_error`, logs, the health event log and alert texts keep only this: the exception's
 class, the host, the HTTP status and a short reason with every URL path, query string and
 user part removed.
+
+A transport error that knows what kind of failure it was (``TransportError.reason``) is stored
+as its plain sentence on the first line and the technical text on the second, so that every
+screen and alert that shows a stored error can say it the way a person understands it
+(``plain_and_technical`` splits them again).
 """
 
 import re
@@ -22,10 +27,21 @@ _NAMED_HOST = re.compile(r"\bhost='([^'\s/]+)'")  # urllib3: HTTPConnectionPool(
 
 
 def safe_error_text(exc: BaseException) -> str:
-    """`TransportError host=hooks.example.com status=503: webhook answered 503 Service Unavailable`."""
+    """`TransportError host=hooks.example.com status=503: webhook answered 503 Service Unavailable`,
+    after the plain sentence and a line break when the error has one."""
     host, status = _host(exc), _status(exc)
     facts = "".join(f" {name}={value}" for name, value in (("host", host), ("status", status)) if value)
-    return f"{type(exc).__name__}{facts}: {safe_reason(str(exc))}"
+    technical = f"{type(exc).__name__}{facts}: {safe_reason(str(exc))}"
+    if getattr(exc, "reason", "other") == "other":
+        return technical  # "The send failed." would add nothing
+    return f"{safe_reason(exc.plain_sentence)}\n{technical}"
+
+
+def plain_and_technical(text: str) -> tuple[str, str]:
+    """A stored error as (plain sentence, technical detail); the sentence is empty for errors
+    stored without one."""
+    plain, separator, technical = text.partition("\n")
+    return (plain, technical) if separator else ("", text)
 
 
 def safe_reason(text: str) -> str:

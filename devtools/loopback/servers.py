@@ -62,6 +62,9 @@ class S3Server:
     access_key: str
     secret_key: str
     process: ManagedProcess
+    # A second identity that may read and list but not write: a read-only destination.
+    reader_access_key: str = "omnium-test-reader"
+    reader_secret_key: str = "omnium-test-reader-secret-0123"
 
     def destination_config(self, prefix: str) -> dict:
         """An S3 destination's config aimed at this server, under `prefix`."""
@@ -81,7 +84,13 @@ def start_s3(workdir: Path) -> S3Server:
                 "name": "omnium",
                 "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
                 "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-            }
+            },
+            {
+                "name": "omnium-reader",
+                "credentials": [{"accessKey": S3Server.reader_access_key,
+                                 "secretKey": S3Server.reader_secret_key}],
+                "actions": ["Read", "List"],
+            },
         ]
     }
     (workdir / "s3.json").write_text(json.dumps(identities))
@@ -195,7 +204,8 @@ def other_host_keys() -> dict[str, str]:
     }
 
 
-def start_sshd(workdir: Path) -> SSHServer:
+def start_sshd(workdir: Path, *, read_only: bool = False) -> SSHServer:
+    """sshd serving SFTP only; ``read_only``: every write is refused (permission denied)."""
     sshd = find_program("sshd", Path("/usr/sbin"))
     host_key, client_key = ed25519.Ed25519PrivateKey.generate(), ed25519.Ed25519PrivateKey.generate()
     _write_secret(workdir / "host_key", openssh_private_key(host_key))
@@ -203,7 +213,7 @@ def start_sshd(workdir: Path) -> SSHServer:
     root = workdir / "uploads"
     root.mkdir()
     port, username = free_port(), getpass.getuser()
-    (workdir / "sshd_config").write_text(_sshd_config(workdir, port, username))
+    (workdir / "sshd_config").write_text(_sshd_config(workdir, port, username, read_only))
     if os.geteuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation dir
     process = server_process("sshd", [sshd, "-D", "-e", "-f", str(workdir / "sshd_config")], workdir)
@@ -213,7 +223,8 @@ def start_sshd(workdir: Path) -> SSHServer:
     )
 
 
-def _sshd_config(workdir: Path, port: int, username: str) -> str:
+def _sshd_config(workdir: Path, port: int, username: str, read_only: bool) -> str:
+    sftp = "internal-sftp -R" if read_only else "internal-sftp"
     return f"""
 Port {port}
 ListenAddress {LOOPBACK}
@@ -226,8 +237,8 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 AllowUsers {username}
-Subsystem sftp internal-sftp
-ForceCommand internal-sftp
+Subsystem sftp {sftp}
+ForceCommand {sftp}
 LoginGraceTime 20
 MaxStartups 50
 LogLevel INFO
@@ -280,12 +291,14 @@ class FTPServer:
         return {"password": self.password}
 
 
-def start_ftpd(workdir: Path, *, tls: bool = False) -> FTPServer:
+def start_ftpd(workdir: Path, *, tls: bool = False, read_only: bool = False) -> FTPServer:
+    """pyftpdlib; ``read_only``: the user may list and read, every write is refused (550)."""
     python = find_program("python", VENV_BIN)
     root = workdir / "uploads"
     root.mkdir()
     port, username, password = free_port(), "omnium", "omnium-ftp-secret"
-    argv = [python, "-m", "pyftpdlib", "-i", LOOPBACK, "-p", str(port), "-w", "-d", str(root)]
+    writes = [] if read_only else ["-w"]
+    argv = [python, "-m", "pyftpdlib", "-i", LOOPBACK, "-p", str(port), *writes, "-d", str(root)]
     argv += ["-u", username, "-P", password]
     ca_cert = None
     if tls:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .failures import Reason, reason_of_os_error, sentence
 from .paths import unsafe_path_reason
 
 
@@ -30,16 +31,24 @@ class TransportError(Exception):
     changes something (bad credentials, unknown or changed host key, missing bucket, HTTP 410
     or another 4xx); False when a later try may land (timeouts, refused or reset connections,
     5xx, 408, 429). ``retry_after`` is the destination's own hint in seconds, if it gave one;
-    ``status`` its HTTP status, if it answered one. The message may quote a URL with its path
-    and query: store or show it only through ``omnium.safe_errors``.
+    ``status`` its HTTP status, if it answered one. ``reason`` says what kind of failure it
+    was (see ``failures.Reason``), ``seconds`` the timeout that ran out, if one did; together
+    they make ``plain_sentence``. The message may quote a URL with its path and query: store
+    or show it only through ``omnium.safe_errors``.
     """
 
     def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None,
-                 status: int | None = None):
+                 status: int | None = None, reason: Reason = Reason.OTHER, seconds: float | None = None):
         super().__init__(message)
         self.permanent = permanent
         self.retry_after = retry_after
         self.status = status
+        self.reason = reason
+        self.seconds = seconds
+
+    @property
+    def plain_sentence(self) -> str:
+        return sentence(self.reason, seconds=self.seconds, status=self.status)
 
 
 @dataclass(frozen=True)
@@ -156,7 +165,7 @@ def join_remote(base: str, path: str) -> str:
     # Control characters would let a path smuggle extra FTP or header lines.
     has_control = any(ord(char) < 32 or ord(char) == 127 for char in path)
     if not path or path.startswith("/") or has_control or any(p in ("", ".", "..") for p in parts):
-        raise TransportError(f"unsafe feed path {path!r}", permanent=True)
+        raise TransportError(f"unsafe feed path {path!r}", permanent=True, reason=Reason.INVALID_SETTINGS)
     return posixpath.join(base, path) if base else path
 
 
@@ -293,7 +302,8 @@ class Deadline:
             raise TransportError(f"{kind}: stopped before making the file visible: another sender has this destination now")
 
     def exceeded(self) -> TransportError:
-        return TransportError(f"deadline exceeded after {self.seconds:g} s", permanent=False)
+        return TransportError(f"deadline exceeded after {self.seconds:g} s", permanent=False,
+                              reason=Reason.DEADLINE, seconds=self.seconds)
 
     def track(self, sock: socket.socket) -> None:
         # A library that retries after the cut must not get a fresh connection.
@@ -330,6 +340,10 @@ class Transport:
         ``validate_config`` / ``validate_credentials`` turn them into sentences for a form.
         The constructor refuses invalid ones with a permanent TransportError.
 
+    ``probe(steps, deadline)``
+        A connection test's steps (see ``probes``): connect, log in, write a small test file
+        under a name no feed file can have and remove it where the protocol allows.
+
     ``cut()``
         Stops a send in progress from another thread (it fails, transient).
 
@@ -349,7 +363,8 @@ class Transport:
     def __init__(self, config: dict, credentials: dict):
         problems = self.validate_config(config) + self.validate_credentials(credentials)
         if problems:
-            raise TransportError(f"{self.kind}: " + "; ".join(problems), permanent=True)
+            raise TransportError(f"{self.kind}: " + "; ".join(problems), permanent=True,
+                                 reason=Reason.INVALID_SETTINGS)
         self.config = with_defaults(self.config_schema, config)
         self.credentials = with_defaults(self.credentials_schema, credentials)
         self._sockets = SocketSet()
@@ -366,7 +381,8 @@ class Transport:
              still_ours=None) -> Receipt:
         unsafe = unsafe_path_reason(path)  # the real path, filter filled in: checked at every send
         if unsafe is not None:
-            raise TransportError(f"{self.kind}: refused to send: {unsafe}", permanent=True)
+            raise TransportError(f"{self.kind}: refused to send: {unsafe}", permanent=True,
+                                 reason=Reason.INVALID_SETTINGS)
         file = FeedFile(bytes(body), path, content_type, version, etag)
         with Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours) as deadline:
             try:
@@ -376,7 +392,8 @@ class Transport:
             except Exception as exc:
                 # An error we did not map: retry it (sends are idempotent) and let the
                 # destination turn red, rather than stop delivery on a guess.
-                raise TransportError(f"{self.kind}: {type(exc).__name__}: {exc}") from exc
+                reason = reason_of_os_error(exc, connected=True)
+                raise TransportError(f"{self.kind}: {type(exc).__name__}: {exc}", reason=reason) from exc
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         """Deliver ``file`` and return the destination's receipt, or raise TransportError.
@@ -384,6 +401,11 @@ class Transport:
         Runs inside ``deadline``: every socket opened here is cut when it expires. Use
         ``deadline.timeout(cap)`` for waits that should give up before it does.
         """
+        raise NotImplementedError
+
+    def probe(self, steps, deadline: Deadline) -> None:
+        """The steps of a connection test (``probes.run_connection_test``), each inside
+        ``steps.step(name)`` of a ``probes.ProbeSteps``."""
         raise NotImplementedError
 
     def cut(self) -> None:

@@ -20,7 +20,11 @@ from .base import (
     join_remote,
     temporary_name,
 )
+from .failures import Reason, reason_of_os_error
+from .probes import ProbeSteps, probe_file_name
 from .stale_temporaries import StaleTemporaries
+
+PROBE_BODY = b"omnium connection test: safe to delete\n"
 
 
 def _pem_problem(value: str) -> str | None:
@@ -60,31 +64,59 @@ class FTPTransport(Transport):
             size = _put_in_place(ftp, file.body, final, deadline)
             delivered = True
         except ftplib.all_errors as exc:
-            raise _failure(exc) from exc
+            raise self._failure(exc) from exc
         finally:
             _hang_up(ftp, politely=delivered)
         return Receipt(f"size={size} path={final}", remote_bytes=size)
 
-    def _connect(self, deadline: Deadline) -> ftplib.FTP:
-        ftp = ftplib.FTP_TLS(context=self._tls_context()) if self.config["tls"] else ftplib.FTP()
+    def probe(self, steps: ProbeSteps, deadline: Deadline) -> None:
+        host, port = self.config["host"], self.config["port"]
+        with steps.step(f"connect to {host}:{port} and read its greeting", failure=self._failure):
+            ftp = self._open(deadline)
         try:
-            ftp.connect(
-                self.config["host"],
-                self.config["port"],
-                timeout=deadline.timeout(self.config["connect_timeout"]),
-            )
-            # Past the connect, each wait may last the whole send; the deadline ends it sooner.
-            ftp.timeout = self.config["send_timeout"]
-            ftp.sock.settimeout(ftp.timeout)
-            ftp.login(self.config["username"], self.credentials["password"])
-            if self.config["tls"]:
-                ftp.prot_p()  # encrypt the data connections too, not only the commands
-            ftp.set_pasv(self.config["passive"])
-            ftp.voidcmd("TYPE I")
+            with steps.step("log in", failure=self._failure):
+                self._log_in(ftp)
+            name = join_remote(self.config["directory"], probe_file_name())
+            with steps.step(f"write a test file {name}", failure=self._failure):
+                _store(ftp, PROBE_BODY, name)
+            with steps.step("remove the test file", failure=self._failure):
+                ftp.delete(name)
+        finally:
+            _hang_up(ftp, politely=True)
+
+    def _connect(self, deadline: Deadline) -> ftplib.FTP:
+        ftp = self._open(deadline)
+        try:
+            self._log_in(ftp)
         except ftplib.all_errors as exc:
             ftp.close()
-            raise _failure(exc) from exc
+            raise self._failure(exc) from exc
         return ftp
+
+    def _open(self, deadline: Deadline) -> ftplib.FTP:
+        """Connected, greeting read; each later wait may last the whole send (the deadline
+        ends it sooner)."""
+        ftp = ftplib.FTP_TLS(context=self._tls_context()) if self.config["tls"] else ftplib.FTP()
+        try:
+            ftp.connect(self.config["host"], self.config["port"],
+                        timeout=deadline.timeout(self.config["connect_timeout"]))
+        except ftplib.all_errors as exc:
+            connected = ftp.sock is not None  # the greeting is what never came
+            ftp.close()
+            raise self._failure(exc, connected=connected) from exc
+        ftp.timeout = self.config["send_timeout"]
+        ftp.sock.settimeout(ftp.timeout)
+        return ftp
+
+    def _log_in(self, ftp: ftplib.FTP) -> None:
+        ftp.login(self.config["username"], self.credentials["password"])
+        if self.config["tls"]:
+            ftp.prot_p()  # encrypt the data connections too, not only the commands
+        ftp.set_pasv(self.config["passive"])
+        ftp.voidcmd("TYPE I")
+
+    def _failure(self, exc: BaseException, connected: bool = True) -> TransportError:
+        return _failure(exc, connected=connected, seconds=self.config["connect_timeout"])
 
     def _tls_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cadata=self.config.get("ca_cert"))
@@ -186,11 +218,24 @@ def _hang_up(ftp: ftplib.FTP, *, politely: bool) -> None:
     ftp.close()
 
 
-def _failure(exc: BaseException) -> TransportError:
+# FTP reply codes (RFC 959 and 3659) that say what went wrong.
+_REPLY_REASONS = {
+    "530": Reason.AUTH_REFUSED,  # not logged in
+    "532": Reason.AUTH_REFUSED,
+    "550": Reason.PERMISSION_DENIED,  # file unavailable: no access (or no such folder)
+    "553": Reason.PERMISSION_DENIED,  # file name not allowed
+    "452": Reason.DISK_FULL,  # insufficient storage space
+    "552": Reason.DISK_FULL,  # exceeded storage allocation
+}
+
+
+def _failure(exc: BaseException, *, connected: bool, seconds: float) -> TransportError:
     reply = str(exc)
-    if isinstance(exc, ftplib.error_perm):
-        what = "login refused" if reply.startswith("530") else "refused"
-        return TransportError(f"FTP {what}: {reply}", permanent=True)
+    if isinstance(exc, ftplib.error_perm | ftplib.error_temp):
+        reason = _REPLY_REASONS.get(reply[:3], Reason.OTHER)
+        what = "login refused" if reason == Reason.AUTH_REFUSED else "refused"
+        return TransportError(f"FTP {what}: {reply}", permanent=isinstance(exc, ftplib.error_perm), reason=reason)
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return TransportError(f"FTPS certificate rejected: {exc}", permanent=True)
-    return TransportError(f"FTP failed: {type(exc).__name__}: {reply}")
+        return TransportError(f"FTPS certificate rejected: {exc}", permanent=True, reason=Reason.TLS_REFUSED)
+    reason = reason_of_os_error(exc, connected=connected)
+    return TransportError(f"FTP failed: {type(exc).__name__}: {reply}", reason=reason, seconds=seconds)

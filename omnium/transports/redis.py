@@ -14,6 +14,8 @@ from omnium.memory_lru import ByteBoundedLru
 from omnium.pull_cache_entries import WRITE_IF_NEWER
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+from .failures import Reason, reason_of_os_error
+from .probes import ProbeSteps, probe_file_name
 
 # Errors about who we are or what we may do: retrying cannot help.
 PERMANENT_REPLIES = ("NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE")
@@ -70,16 +72,36 @@ class RedisTransport(Transport):
         deadline.before_commit("redis")  # write-if-newer also keeps an older version out
         try:
             stored, version = self._write_if_newer(keys=[key], args=[file.version, file.etag, packed])
-        except (redis.AuthenticationError, AuthorizationError) as exc:
-            raise TransportError(f"Redis refused our credentials: {exc}", permanent=True) from exc
-        except redis.ResponseError as exc:
-            permanent = str(exc).startswith(PERMANENT_REPLIES)
-            raise TransportError(f"Redis refused: {exc}", permanent=permanent) from exc
         except redis.RedisError as exc:
-            raise TransportError(f"Redis unreachable: {exc}") from exc
+            raise self._failure(exc) from exc
         if stored:
             return Receipt(f"stored v={version}", remote_bytes=len(packed))
         return Receipt(f"kept newer v={version}")
+
+    def probe(self, steps: ProbeSteps, deadline: Deadline) -> None:
+        # A hidden name after the prefix: the pull API never asks for it. It expires by
+        # itself should the removal never come.
+        key = self.config["key_prefix"] + probe_file_name()
+        client = redis.Redis(connection_pool=self._pool)
+        with steps.step(f"connect, log in and write a test key {key}", failure=self._failure):
+            client.set(key, b"omnium connection test", px=60_000)
+        with steps.step("remove the test key", failure=self._failure):
+            client.delete(key)
+
+    def _failure(self, exc: BaseException) -> TransportError:
+        if isinstance(exc, redis.AuthenticationError | AuthorizationError):
+            return TransportError(f"Redis refused our credentials: {exc}", permanent=True,
+                                  reason=Reason.AUTH_REFUSED)
+        if isinstance(exc, redis.ResponseError):
+            permanent = str(exc).startswith(PERMANENT_REPLIES)
+            reason = Reason.AUTH_REFUSED if str(exc).startswith(("NOAUTH", "WRONGPASS")) else (
+                Reason.PERMISSION_DENIED if str(exc).startswith(("NOPERM", "READONLY")) else
+                Reason.DISK_FULL if str(exc).startswith("OOM") else Reason.OTHER)
+            return TransportError(f"Redis refused: {exc}", permanent=permanent, reason=reason)
+        connected = "connecting" not in str(exc).lower()
+        reason = reason_of_os_error(exc, connected=connected)
+        seconds = self.config["send_timeout" if connected else "connect_timeout"]
+        return TransportError(f"Redis unreachable: {exc}", reason=reason, seconds=seconds)
 
     def close(self) -> None:
         self._pool.disconnect()

@@ -7,6 +7,7 @@ import hashlib
 
 import boto3
 import botocore.config
+import botocore.exceptions
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ParamValidationError
 
 from .base import (
@@ -19,6 +20,10 @@ from .base import (
     TransportError,
     join_remote,
 )
+from .failures import Reason, reason_of_os_error
+from .probes import ProbeSteps, probe_file_name
+
+PROBE_BODY = b"omnium connection test: safe to delete\n"
 
 # Error codes that no retry can fix (the bucket or the keys are wrong), and codes that a
 # later try may get past even though S3 sends them with a 4xx status.
@@ -65,7 +70,26 @@ class S3Transport(Transport):
         key = join_remote(self.config["prefix"].strip("/"), file.path)
         deadline.before_commit("s3")  # one PUT makes it visible: no temporary name to rename
         try:
-            reply = self._s3().put_object(
+            reply = self._put(file, key)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._failure(exc) from exc
+        if not reply.get("ETag"):
+            # Every S3 server answers a stored PUT with the ETag of what it holds; a 200
+            # without one is a reply that was cut short, not a receipt.
+            raise TransportError("S3 reply carried no ETag: not a receipt", reason=Reason.CONNECTION_LOST)
+        return Receipt(_receipt_text(reply), remote_bytes=len(file.body))
+
+    def probe(self, steps: ProbeSteps, deadline: Deadline) -> None:
+        key = join_remote(self.config["prefix"].strip("/"), probe_file_name())
+        where = f"{self.config['bucket']}/{key}"
+        test_file = FeedFile(PROBE_BODY, key, "text/plain", 0, "connection-test")
+        with steps.step(f"connect, sign in and write a test object {where}", failure=self._failure):
+            self._put(test_file, key)
+        with steps.step("remove the test object", failure=self._failure):
+            self._s3().delete_object(Bucket=self.config["bucket"], Key=key)
+
+    def _put(self, file: FeedFile, key: str) -> dict:
+        return self._s3().put_object(
                 Bucket=self.config["bucket"],
                 Key=key,
                 Body=file.body,
@@ -75,17 +99,19 @@ class S3Transport(Transport):
                 ContentMD5=base64.b64encode(hashlib.md5(file.body).digest()).decode(),
                 Metadata={"omnium-version": str(file.version), "omnium-etag": file.etag},
             )
-        except ClientError as exc:
-            raise _refusal(exc) from exc
-        except (NoCredentialsError, ParamValidationError) as exc:
-            raise TransportError(f"S3 request invalid: {exc}", permanent=True) from exc
-        except BotoCoreError as exc:
-            raise TransportError(f"S3 unreachable: {exc}") from exc
-        if not reply.get("ETag"):
-            # Every S3 server answers a stored PUT with the ETag of what it holds; a 200
-            # without one is a reply that was cut short, not a receipt.
-            raise TransportError("S3 reply carried no ETag: not a receipt")
-        return Receipt(_receipt_text(reply), remote_bytes=len(file.body))
+
+    def _failure(self, exc: BaseException) -> TransportError:
+        if isinstance(exc, ClientError):
+            return _refusal(exc)
+        if isinstance(exc, NoCredentialsError | ParamValidationError):
+            return TransportError(f"S3 request invalid: {exc}", permanent=True, reason=Reason.INVALID_SETTINGS)
+        # botocore names a timeout while connecting ConnectTimeoutError, one later ReadTimeoutError.
+        connected = not isinstance(exc, botocore.exceptions.ConnectTimeoutError)
+        reason = reason_of_os_error(exc, connected=connected)
+        if reason == Reason.OTHER and isinstance(exc, botocore.exceptions.ConnectionError):
+            reason = Reason.NO_ANSWER if connected else Reason.UNREACHABLE
+        seconds = self.config["connect_timeout" if not connected else "send_timeout"]
+        return TransportError(f"S3 unreachable: {exc}", reason=reason, seconds=seconds)
 
     def close(self) -> None:
         if self._client is not None:
@@ -130,7 +156,21 @@ def _refusal(exc: ClientError) -> TransportError:
     else:
         permanent = 400 <= status < 500 and status not in (408, 429)
     detail = error.get("Message") or ""
-    return TransportError(f"S3 refused: {code or 'error'} ({status}) {detail}".strip(), permanent=permanent)
+    reason = _CODE_REASONS.get(code, Reason.HTTP_STATUS)
+    return TransportError(f"S3 refused: {code or 'error'} ({status}) {detail}".strip(), permanent=permanent,
+                          status=status or None, reason=reason)
+
+
+_CODE_REASONS = {
+    "InvalidAccessKeyId": Reason.AUTH_REFUSED,
+    "SignatureDoesNotMatch": Reason.AUTH_REFUSED,
+    "AccessDenied": Reason.PERMISSION_DENIED,
+    "AllAccessDisabled": Reason.PERMISSION_DENIED,
+    "NoSuchBucket": Reason.MISSING_TARGET,
+    "InvalidBucketName": Reason.MISSING_TARGET,
+    "QuotaExceeded": Reason.DISK_FULL,
+    "EntityTooLarge": Reason.DISK_FULL,
+}
 
 
 def _receipt_text(reply: dict) -> str:

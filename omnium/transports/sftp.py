@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import errno
+import hashlib
 import io
 import posixpath
 import socket
@@ -23,6 +23,8 @@ from .base import (
     join_remote,
     temporary_name,
 )
+from .failures import Reason, reason_of_os_error
+from .probes import ProbeSteps, probe_file_name
 from .stale_temporaries import StaleTemporaries
 
 KEY_CLASSES = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey)
@@ -42,15 +44,54 @@ def _host_key_problem(text: str) -> str | None:
     return None
 
 
+def sha256_fingerprint(key: paramiko.PKey) -> str:
+    """The fingerprint as ``ssh-keygen -lf`` and ssh's prompts print it: ``SHA256:`` and the
+    digest in base64 without its "=" padding."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
 def fingerprint(key: paramiko.PKey) -> str:
-    return f"{key.get_name()} {key.fingerprint}"
+    return f"{key.get_name()} {sha256_fingerprint(key)}"
+
+
+def public_key_text(key: paramiko.PKey) -> str:
+    """The key as a destination pins it: ``type base64``."""
+    return f"{key.get_name()} {key.get_base64()}"
+
+
+def fetch_host_key(host: str, port: int, timeout: float) -> paramiko.PKey:
+    """The host key the server at ``host:port`` offers, read within ``timeout`` seconds
+    (connect and key exchange, no login). Only a person may decide to pin it."""
+    with Deadline(timeout) as deadline:
+        sock = _open_socket(host, port, deadline, timeout)
+        session = paramiko.Transport(sock)
+        try:
+            session.start_client(timeout=deadline.timeout(timeout))
+            return session.get_remote_server_key()
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise _failure(exc, connected=True, seconds=timeout) from exc
+        finally:
+            session.close()
+
+
+def _open_socket(host: str, port: int, deadline: Deadline, connect_timeout: float) -> socket.socket:
+    try:
+        return socket.create_connection((host, port), timeout=deadline.timeout(connect_timeout))
+    except OSError as exc:
+        raise TransportError(f"SFTP could not connect to {host}:{port}: {type(exc).__name__}: {exc}",
+                             reason=reason_of_os_error(exc, connected=False), seconds=connect_timeout) from exc
 
 
 class _RefuseUnknownHostKey(paramiko.MissingHostKeyPolicy):
     """The server offered a key we never pinned: never trust it on first sight."""
 
     def missing_host_key(self, client, hostname, key):
-        raise TransportError(f"SFTP host key of {hostname} unknown: {fingerprint(key)}", permanent=True)
+        raise TransportError(f"SFTP host key of {hostname} unknown: {fingerprint(key)}", permanent=True,
+                             reason=Reason.HOST_KEY_CHANGED)
+
+
+PROBE_BODY = b"omnium connection test: safe to delete\n"
 
 
 class SFTPTransport(Transport):
@@ -76,7 +117,8 @@ class SFTPTransport(Transport):
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
         if not (self.credentials.get("password") or self.credentials.get("private_key")):
-            raise TransportError("sftp: password or private_key is required", permanent=True)
+            raise TransportError("sftp: password or private_key is required", permanent=True,
+                                 reason=Reason.INVALID_SETTINGS)
         # The SSH session stays open between sends: a handshake (key exchange, host key check,
         # login) costs more than uploading a 3 MB file on loopback, on both sides.
         self._session: tuple[paramiko.SSHClient, paramiko.SFTPClient] | None = None
@@ -99,7 +141,7 @@ class SFTPTransport(Transport):
             return self._put(body, final, deadline)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             self._drop_session()
-            raise _failure(exc) from exc
+            raise _failure(exc, connected=True, seconds=self.config["connect_timeout"]) from exc
         except BaseException:
             self._drop_session()
             raise
@@ -139,7 +181,32 @@ class SFTPTransport(Transport):
     def close(self) -> None:
         self._drop_session()
 
+    def probe(self, steps: ProbeSteps, deadline: Deadline) -> None:
+        host, port = self.config["host"], self.config["port"]
+        with steps.step(f"connect to {host}:{port}"):
+            sock = _open_socket(host, port, deadline, self.config["connect_timeout"])
+        with steps.step("check the host key and log in"):
+            client = self._log_in(sock, deadline)
+        try:
+            with steps.step("open SFTP", failure=self._failure):
+                sftp = client.open_sftp()
+            name = join_remote(self.config["directory"], probe_file_name())
+            with steps.step(f"write a test file {name}", failure=self._failure):
+                _upload(sftp, PROBE_BODY, name)
+            with steps.step("remove the test file", failure=self._failure):
+                sftp.remove(name)
+        finally:
+            client.close()
+
+    def _failure(self, exc: BaseException) -> TransportError:
+        return _failure(exc, connected=True, seconds=self.config["connect_timeout"])
+
     def _connect(self, deadline: Deadline) -> paramiko.SSHClient:
+        sock = _open_socket(self.config["host"], self.config["port"], deadline, self.config["connect_timeout"])
+        return self._log_in(sock, deadline)
+
+    def _log_in(self, sock: socket.socket, deadline: Deadline) -> paramiko.SSHClient:
+        """Key exchange on ``sock``, the pinned host key checked, then the login."""
         client = paramiko.SSHClient()
         host, port = self.config["host"], self.config["port"]
         pinned = parse_host_key(self.config["host_key"])
@@ -148,7 +215,6 @@ class SFTPTransport(Transport):
         client.set_missing_host_key_policy(_RefuseUnknownHostKey())
         wait = deadline.timeout(self.config["connect_timeout"])
         try:
-            sock = socket.create_connection((host, port), timeout=wait)
             client.connect(
                 host,
                 port,
@@ -168,7 +234,7 @@ class SFTPTransport(Transport):
             raise
         except (OSError, EOFError, paramiko.SSHException) as exc:
             client.close()
-            raise _failure(exc) from exc
+            raise self._failure(exc) from exc
         return client
 
     def _private_key(self) -> paramiko.PKey | None:
@@ -180,7 +246,8 @@ class SFTPTransport(Transport):
                 return key_class.from_private_key(io.StringIO(text), self.credentials.get("passphrase"))
             except (paramiko.SSHException, ValueError):
                 continue
-        raise TransportError("sftp: private_key is not a readable Ed25519, ECDSA or RSA key", permanent=True)
+        raise TransportError("sftp: private_key is not a readable Ed25519, ECDSA or RSA key", permanent=True,
+                             reason=Reason.INVALID_SETTINGS)
 
 
 def _put_in_place(sftp: paramiko.SFTPClient, body: bytes, final: str, deadline: Deadline) -> None:
@@ -250,17 +317,27 @@ def _discard(sftp: paramiko.SFTPClient, temporary: str) -> None:
         sftp.remove(temporary)
 
 
-def _failure(exc: BaseException) -> TransportError:
+# Said by paramiko when the key exchange had not finished when its timeout ran out (a host
+# that never answers, or trickles), and when the reply to the banner never came.
+_NO_ANSWER_SIGNS = ("no existing session", "error reading ssh protocol banner", "timeout opening channel")
+
+
+def _failure(exc: BaseException, *, connected: bool, seconds: float) -> TransportError:
     if isinstance(exc, paramiko.BadHostKeyException):
         # A key of another type than the pinned one is one we have never seen.
         same_type = exc.key.get_name() == exc.expected_key.get_name()
         what = "changed" if same_type else "unknown"
         got, pinned = fingerprint(exc.key), fingerprint(exc.expected_key)
-        return TransportError(
-            f"SFTP host key of {exc.hostname} {what}: got {got}, pinned {pinned}", permanent=True
-        )
+        return TransportError(f"SFTP host key of {exc.hostname} {what}: got {got}, pinned {pinned}",
+                              permanent=True, reason=Reason.HOST_KEY_CHANGED)
+    text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, paramiko.AuthenticationException) and "timeout" not in str(exc).lower():
-        return TransportError(f"SFTP login refused: {exc}", permanent=True)
-    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM):
-        return TransportError(f"SFTP permission denied: {exc}", permanent=True)
-    return TransportError(f"SFTP failed: {type(exc).__name__}: {exc}")
+        return TransportError(f"SFTP login refused: {exc}", permanent=True, reason=Reason.AUTH_REFUSED)
+    if isinstance(exc, paramiko.SSHException) and str(exc).lower().startswith(_NO_ANSWER_SIGNS):
+        return TransportError(f"SFTP failed: {text}", reason=Reason.NO_ANSWER, seconds=seconds)
+    reason = reason_of_os_error(exc, connected=connected)
+    if reason == Reason.PERMISSION_DENIED:
+        return TransportError(f"SFTP permission denied: {exc}", permanent=True, reason=reason)
+    if reason == Reason.OTHER and isinstance(exc, FileNotFoundError):
+        reason = Reason.MISSING_TARGET
+    return TransportError(f"SFTP failed: {text}", reason=reason, seconds=seconds)

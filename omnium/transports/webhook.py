@@ -14,7 +14,9 @@ from http import HTTPStatus
 import requests
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+from .failures import Reason, reason_of_os_error
 from .http_replies import whole_replies_session
+from .probes import ProbeSteps
 
 SECRET_PREFIX = "whsec_"
 RETRY_AFTER_BOUNDS = (1.0, 300.0)
@@ -71,6 +73,18 @@ def message_id_for(file: FeedFile) -> str:
     return "msg_" + hashlib.sha256(f"{file.path}:{file.version}".encode()).hexdigest()[:32]
 
 
+TEST_PATH = ".omnium-connection-test"  # hidden: no feed file's path can be this
+
+
+def test_message() -> FeedFile:
+    # A new version each time: a receiver that drops repeats by webhook-id must see every test.
+    return FeedFile(b'{"omnium_test": true}', TEST_PATH, "application/json", time.time_ns(), "connection-test")
+
+
+def _host_of(url: str) -> str:
+    return requests.utils.urlparse(url).netloc.rpartition("@")[2]
+
+
 class WebhookTransport(Transport):
     """POSTs the file to ``url``. Only a 2xx reply counts as delivered; redirects are not
     followed (they would turn the POST into a GET)."""
@@ -89,29 +103,46 @@ class WebhookTransport(Transport):
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         deadline.before_commit("webhook")  # receivers order by the omnium-version header too
         try:
-            reply = self._session.post(
-                self.config["url"],
-                data=file.body,
-                headers=self._headers(file),
-                timeout=(deadline.timeout(self.config["connect_timeout"]), self.config["send_timeout"]),
-                allow_redirects=False,
-                stream=True,
-            )
-            with reply:
-                if not 200 <= reply.status_code < 300:
-                    raise _refusal(reply) from requests.HTTPError(response=reply)  # names the host
-                return _receipt(reply)
+            return self._post(file, deadline)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
-            raise TransportError(f"webhook url unusable: {exc}", permanent=True) from exc
+            raise TransportError(f"webhook url unusable: {exc}", permanent=True,
+                                 reason=Reason.INVALID_SETTINGS) from exc
         except requests.RequestException as exc:
-            raise TransportError(f"webhook unreachable: {exc}") from exc
+            raise self._unreachable(exc) from exc
+
+    def probe(self, steps: ProbeSteps, deadline: Deadline) -> None:
+        """One signed test message, marked ``omnium-test: true`` and with a path no feed file
+        can have, so a receiver can tell it from a feed file and drop it."""
+        with steps.step(f"send a signed test webhook to {_host_of(self.config['url'])}"):
+            self.push(test_message(), deadline)
+
+    def _unreachable(self, exc: requests.RequestException) -> TransportError:
+        connected = not isinstance(exc, requests.exceptions.ConnectTimeout)
+        reason = reason_of_os_error(exc, connected=connected)
+        seconds = self.config["send_timeout" if connected else "connect_timeout"]
+        return TransportError(f"webhook unreachable: {exc}", reason=reason, seconds=seconds)
+
+    def _post(self, file: FeedFile, deadline: Deadline) -> Receipt:
+        reply = self._session.post(
+            self.config["url"],
+            data=file.body,
+            headers=self._headers(file),
+            timeout=(deadline.timeout(self.config["connect_timeout"]), self.config["send_timeout"]),
+            allow_redirects=False,
+            stream=True,
+        )
+        with reply:
+            if not 200 <= reply.status_code < 300:
+                raise _refusal(reply) from requests.HTTPError(response=reply)  # names the host
+            return _receipt(reply)
 
     def close(self) -> None:
         self._session.close()
 
     def _headers(self, file: FeedFile) -> dict[str, str]:
         msg_id, timestamp = message_id_for(file), int(time.time())
-        return {
+        test = {"omnium-test": "true"} if file.path == TEST_PATH else {}
+        return {**test,
             "content-type": file.content_type,
             "webhook-id": msg_id,
             "webhook-timestamp": str(timestamp),
@@ -156,11 +187,13 @@ def _refusal(reply: requests.Response) -> TransportError:
     status = reply.status_code
     # The standard phrase, not the receiver's own: that one is free text chosen by the far side.
     message = f"webhook answered {status} {_phrase(status)}"
+    http = Reason.HTTP_STATUS
     if status == 410:
-        return TransportError(message + ": the receiver is gone", permanent=True, status=status)
+        return TransportError(message + ": the receiver is gone", permanent=True, status=status, reason=http)
     if status in (408, 429) or status >= 500:
-        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")), status=status)
-    return TransportError(message, permanent=True, status=status)  # other 4xx, and 3xx we do not follow
+        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")), status=status,
+                              reason=http)
+    return TransportError(message, permanent=True, status=status, reason=http)  # other 4xx, 3xx not followed
 
 
 def _phrase(status: int) -> str:
