@@ -1,20 +1,29 @@
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count
+from django.urls import path
 from django.utils import timezone
 
-from omnium.clients.forms import DestinationForm
+from omnium.clients import host_keys
+from omnium.clients.forms import DestinationForm, DestinationSummaryForm, fieldsets
 from omnium.clients.key_issuing import ShowIssuedKeyOnce
 from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Subscription
 from omnium.feeds.models import FeedDefinition
 
 
 class DestinationInline(admin.TabularInline):
+    """A client's destinations at a glance. A destination is added on its own page, where
+    its kind's settings are typed."""
+
     model = Destination
-    form = DestinationForm
+    form = DestinationSummaryForm
     extra = 0
     fields = ["name", "kind", "enabled", "fenced"]
+    readonly_fields = ["kind"]
     show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Client)
@@ -69,11 +78,19 @@ class DestinationAdmin(admin.ModelAdmin):
     actions that drive its delivery (pause, resume, retry, replay) and its status."""
 
     form = DestinationForm
+    change_form_template = "admin/clients/destination/change_form.html"
     list_display = ["name", "client", "kind", "enabled", "fenced", "fast_retries"]
     list_filter = ["kind", "enabled", "fenced", "client"]
     search_fields = ["name", "client__name"]
     list_select_related = ["client"]
     inlines = [SubscriptionInline]
+
+    def get_fieldsets(self, request, obj=None):
+        return fieldsets()
+
+    def get_urls(self):
+        fetch = self.admin_site.admin_view(host_keys.fetch_host_key_view)
+        return [path("fetch-host-key/", fetch, name="clients_destination_fetch_host_key"), *super().get_urls()]
 
     def save_model(self, request, destination, form, change):
         if destination.fenced and "fenced" in form.changed_data:

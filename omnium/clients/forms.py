@@ -1,68 +1,157 @@
-"""Admin forms: credentials are write-only (typed in, never shown again)."""
-
-import json
+"""The destination form: each kind's settings and credentials as typed fields, generated from
+the transport's own declarations (``setting_fields``). The JSON config is still what is
+stored; credentials are write-only (typed in, never shown again) and stored encrypted."""
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS
 
-from omnium.clients.models import Destination
+from omnium.clients.credentials import CredentialError
+from omnium.clients.models import MAX_CONNECT_TIMEOUT_S, MAX_SEND_TIMEOUT_S, Destination
+from omnium.clients.setting_fields import (
+    config_field_name,
+    credential_field,
+    credential_field_name,
+    form_field,
+)
 from omnium.transports import registry
-from omnium.transports.base import validate
+from omnium.transports.base import TransportError
+
+# A destination may be stricter than its transport allows, never looser (clients.models).
+DESTINATION_LIMITS = {"connect_timeout": MAX_CONNECT_TIMEOUT_S, "send_timeout": MAX_SEND_TIMEOUT_S}
+MAIN_FIELDS = ["client", "name", "kind"]
+DELIVERY_FIELDS = ["enabled", "fast_retries", "fenced", "fence_reason"]
 
 
-class WriteOnlyTextarea(forms.Textarea):
-    """A textarea that never renders what was typed: a form sent back with errors (a typo in
-    the config, say) would otherwise print the typed secret into the page, and into every
-    cache and screenshot of it. Like PasswordInput(render_value=False), for JSON."""
-
-    def format_value(self, value):
-        return None
+def _label(name: str) -> str:
+    return name.replace("_", " ")
 
 
-class DestinationForm(forms.ModelForm):
-    new_credentials = forms.CharField(
-        required=False, label="Credentials",
-        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "placeholder": '{"password": "…"}'}),
-        help_text="JSON. Write-only: stored encrypted and never shown again. Leave empty to keep the current ones.",
-    )
+def _typed_fields() -> dict[str, forms.Field]:
+    fields = {}
+    for kind, transport in registry.TRANSPORTS.items():
+        for name, setting in transport.config_schema.items():
+            fields[config_field_name(kind, name)] = form_field(
+                setting, label=_label(name), maximum=DESTINATION_LIMITS.get(name))
+        for name, setting in transport.credentials_schema.items():
+            fields[credential_field_name(kind, name)] = credential_field(setting, label=_label(name))
+    return fields
 
+
+def fieldsets() -> list[tuple]:
+    """The form's layout: each kind's settings and credentials in a fieldset of their own,
+    which the page's script shows only for the chosen kind (all show without JavaScript)."""
+    layout = [(None, {"fields": MAIN_FIELDS})]
+    for kind, transport in registry.TRANSPORTS.items():
+        classes = ["transport-settings", f"transport-{kind}"]
+        layout.append((f"{transport.label}: settings", {
+            "fields": [config_field_name(kind, name) for name in transport.config_schema], "classes": classes}))
+        if transport.credentials_schema:
+            layout.append((f"{transport.label}: credentials (write-only, stored encrypted)", {
+                "fields": [credential_field_name(kind, name) for name in transport.credentials_schema],
+                "classes": classes}))
+    layout.append(("Delivery", {"fields": DELIVERY_FIELDS}))
+    return layout
+
+
+class _DestinationSettingsForm(forms.ModelForm):
     class Meta:
         model = Destination
-        fields = ["client", "name", "kind", "config", "new_credentials", "enabled", "fast_retries",
-                  "fenced", "fence_reason"]
+        fields = MAIN_FIELDS + DELIVERY_FIELDS
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.instance.pk and self.instance.credentials_encrypted:
-            self.fields["new_credentials"].help_text = (
-                "Credentials are set (hidden). Type new JSON to replace them; leave empty to keep them."
-            )
+        self.new_credentials: dict | None = None
+        if self.instance.pk:
+            for name, value in (self.instance.config or {}).items():
+                self.initial[config_field_name(self.instance.kind, name)] = value
+            if self.instance.credentials_encrypted:
+                self._note_credentials_are_set(self.instance.kind)
 
-    def clean_new_credentials(self):
-        text = self.cleaned_data["new_credentials"].strip()
-        if not text:
-            return None
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"Credentials must be JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
-        if not isinstance(values, dict):
-            raise ValidationError("Credentials must be a JSON object.")
-        return values
+    def _note_credentials_are_set(self, kind: str) -> None:
+        transport = registry.TRANSPORTS.get(kind)
+        for name in transport.credentials_schema if transport else ():
+            field = self.fields[credential_field_name(kind, name)]
+            field.help_text = ("Credentials are set (hidden): type new ones to replace them all, leave empty "
+                               f"to keep them. {field.help_text}")
 
     def clean(self):
         cleaned = super().clean()
-        kind, values = cleaned.get("kind"), cleaned.get("new_credentials")
-        if kind in registry.TRANSPORTS and values is not None:
-            problems = validate(registry.TRANSPORTS[kind].credentials_schema, values)
-            if problems:
-                self.add_error("new_credentials", problems)
+        kind = cleaned.get("kind")
+        self._forget_other_kinds(kind)
+        transport = registry.TRANSPORTS.get(kind)
+        if transport is None:
+            return cleaned
+        config = self._typed_config(kind, transport.config_schema)
+        self.new_credentials = self._typed_credentials(kind, transport.credentials_schema)
+        self.instance.config = config
+        if not self.errors:
+            self._check_with_transport(kind, config)
         return cleaned
+
+    def _forget_other_kinds(self, kind: str | None) -> None:
+        """Fields of the kinds not chosen are hidden in the page: their errors are nobody's."""
+        for name in list(self._errors or {}):
+            if "__" in name and not name.startswith(f"{kind}__"):
+                del self._errors[name]
+
+    def _typed_config(self, kind: str, schema: dict) -> dict:
+        config = {}
+        for name, setting in schema.items():
+            field = config_field_name(kind, name)
+            value = self.cleaned_data.get(field)
+            if value is None or value == "":
+                if setting.required and field not in self._errors:
+                    self.add_error(field, f"Required for {registry.TRANSPORTS[kind].label}.")
+                continue
+            config[name] = value
+        return config
+
+    def _typed_credentials(self, kind: str, schema: dict) -> dict | None:
+        """The credentials typed in, or None to keep the stored ones (nothing typed)."""
+        typed = {name: self.cleaned_data[credential_field_name(kind, name)] for name in schema
+                 if self.cleaned_data.get(credential_field_name(kind, name))}
+        if not typed and self.instance.credentials_encrypted and self.instance.kind == kind:
+            return None
+        for name, setting in schema.items():
+            if setting.required and name not in typed:
+                self.add_error(credential_field_name(kind, name), "Required: credentials are never kept across kinds.")
+        return typed
+
+    def _check_with_transport(self, kind: str, config: dict) -> None:
+        """The transport itself refuses what the declarations cannot say (an SFTP login
+        needs a password or a private key)."""
+        try:
+            credentials = self.new_credentials if self.new_credentials is not None else self.instance.credentials
+            registry.transport_for(kind, config, credentials).close()
+        except (TransportError, CredentialError) as exc:
+            self.add_error(None, str(exc))
+
+    def _update_errors(self, errors):
+        # The model checks the JSON config too (one source of truth): its findings have no
+        # field of their own here, so they go above the form.
+        if hasattr(errors, "error_dict") and "config" in errors.error_dict:
+            errors.error_dict.setdefault(NON_FIELD_ERRORS, []).extend(errors.error_dict.pop("config"))
+        super()._update_errors(errors)
 
     def save(self, commit=True):
         destination = super().save(commit=False)
-        if self.cleaned_data.get("new_credentials") is not None:
-            destination.set_credentials(self.cleaned_data["new_credentials"])
+        if self.new_credentials is not None:
+            destination.set_credentials(self.new_credentials)
         if commit:
             destination.save()
+            self._save_m2m()
         return destination
+
+
+# The typed fields are declared on the class (the admin builds its form from the declared
+# fields named in the fieldsets), one set per transport in the registry.
+DestinationForm = type(_DestinationSettingsForm)(
+    "DestinationForm", (_DestinationSettingsForm,), {"__module__": __name__, **_typed_fields()})
+
+
+class DestinationSummaryForm(forms.ModelForm):
+    """The few fields a client's page edits inline; settings are edited on the destination's page."""
+
+    class Meta:
+        model = Destination
+        fields = ["name", "enabled", "fenced"]

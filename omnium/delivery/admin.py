@@ -1,11 +1,13 @@
 from django.contrib import admin, messages
 from django.db.models import Count, F, Q
-from django.urls import reverse
+from django.shortcuts import get_object_or_404, render
+from django.urls import path, reverse
 from django.utils.html import format_html
+from django.views.decorators.http import require_POST
 
 from omnium.clients.admin import DestinationAdmin
 from omnium.clients.models import Destination
-from omnium.delivery import control
+from omnium.delivery import connection_test, control
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.read_only_admin import ReadOnlyAdmin
 
@@ -15,7 +17,26 @@ class DestinationDeliveryAdmin(DestinationAdmin):
     """A destination's settings (from `clients`) with the actions that drive its delivery."""
 
     list_display = [*DestinationAdmin.list_display, "files_owed", "status_link"]
-    actions = ["pause", "resume", "retry_now", "replay_dead_letters"]
+    actions = ["test_connection", "pause", "resume", "retry_now", "replay_dead_letters"]
+    change_form_template = "admin/delivery/destination_change_form.html"
+
+    def get_urls(self):
+        test = self.admin_site.admin_view(require_POST(self.test_connection_view))
+        return [path("<int:destination_id>/test-connection/", test, name="clients_destination_test_connection"),
+                *super().get_urls()]
+
+    def test_connection_view(self, request, destination_id: int):
+        destination = get_object_or_404(Destination.objects.select_related("client"), pk=destination_id)
+        return self._show_tests(request, [connection_test.run(destination)])
+
+    @admin.action(description="Test the connection of the selected destinations")
+    def test_connection(self, request, queryset):
+        return self._show_tests(request, [connection_test.run(d) for d in queryset])
+
+    def _show_tests(self, request, results):
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "results": results,
+                   "title": "Connection test"}
+        return render(request, "admin/delivery/connection_test.html", context)
 
     def get_queryset(self, request):
         owed = Q(states__wanted_seq__gt=F("states__sent_seq")) | Q(states__force_resend=True)
@@ -72,9 +93,9 @@ class DeliveryStateAdmin(ReadOnlyAdmin):
 
 @admin.register(DeliveryAttempt)
 class DeliveryAttemptAdmin(ReadOnlyAdmin):
-    list_display = ["started_at", "destination", "doc_key", "seq", "ok", "duration_ms", "bytes", "error_class",
-                    "receipt"]
-    list_filter = ["ok", "permanent", "destination"]
+    list_display = ["started_at", "destination", "doc_key", "seq", "ok", "is_test", "duration_ms", "bytes",
+                    "error_class", "receipt"]
+    list_filter = ["ok", "is_test", "permanent", "destination__kind"]
     search_fields = ["doc_key", "error", "receipt"]
     list_select_related = ["destination__client"]
 

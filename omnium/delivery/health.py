@@ -114,6 +114,16 @@ def read(destination_id: int) -> dict:
     return health
 
 
+def read_stalled(destination_ids: list[int]) -> dict[int, bool | None]:
+    """Whether each destination has no worker serving it, in one round trip (a page of the
+    status overview); None for all when Redis cannot tell."""
+    keys = [f"{destination_key(d)}:heartbeat" for d in destination_ids]
+    beats = _quietly(lambda r: r.mget(keys)) if keys else []
+    if beats is None:
+        return dict.fromkeys(destination_ids)
+    return {d: beat is None for d, beat in zip(destination_ids, beats, strict=True)}
+
+
 def _quietly(action):
     try:
         return action(redis_client())

@@ -80,6 +80,8 @@ class DeliveryAttempt(models.Model):
     error_class = models.CharField(max_length=100, blank=True)
     error = models.TextField(blank=True)
     permanent = models.BooleanField(default=False)
+    # A connection test run by a person: it sent no feed file and changed no health or proof.
+    is_test = models.BooleanField(default=False)
 
     class Meta:
         indexes = [

@@ -8,13 +8,21 @@ age, and if it is behind, why.
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, F, Q
+from django.core.paginator import Paginator
+from django.db.models import BooleanField, Case, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from omnium.clients.models import Client, Destination
+from omnium.conf import omnium_setting
 from omnium.delivery import dead_mans_switch, health
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.models import FeedDocument
+from omnium.safe_errors import plain_and_technical
+from omnium.transports import registry as transport_registry
+
+PAGE_SIZE = 100
+STATE_FILTERS = ("failing", "behind", "paused", "backing_off", "off", "running")
 
 
 @dataclass
@@ -32,45 +40,113 @@ class DestinationStatus:
     files: list = field(default_factory=list)
     freshness_svg: str = ""
 
+    @property
+    def error_plain(self) -> str:
+        """The last error as a person reads it (the technical text if it has no sentence)."""
+        plain, technical = plain_and_technical(self.last_error)
+        return plain or technical
 
-def _state_of(destination: Destination, sender: SenderState | None) -> str:
-    if not destination.can_send():
-        return "off"
-    if sender is None:
-        return health.Status.RUNNING
-    return health.status_of(sender.paused, sender.consecutive_failures, destination.fast_retries)
+    @property
+    def error_technical(self) -> str:
+        plain, technical = plain_and_technical(self.last_error)
+        return technical if plain else ""
+
+
+def with_state(destinations):
+    """``destinations`` annotated in SQL with their state, files owed, dead letters and
+    whether they are behind, so a page of thousands is filtered, counted and ordered by
+    PostgreSQL (no query per row)."""
+    off = Q(enabled=False) | Q(fenced=True) | Q(client__active=False)
+    state = Case(
+        When(off, then=Value("off")),
+        When(sender__paused=True, then=Value(health.Status.PAUSED.value)),
+        When(sender__consecutive_failures__gt=F("fast_retries"), then=Value(health.Status.FAILING.value)),
+        When(sender__consecutive_failures__gt=0, then=Value(health.Status.BACKING_OFF.value)),
+        default=Value(health.Status.RUNNING.value),
+    )
+    states = DeliveryState.objects.filter(destination=OuterRef("pk"))
+    owed = states.filter(wanted_seq__gt=F("sent_seq"), dead_lettered_at__isnull=True)
+    behind_since = timezone.now() - timedelta(seconds=omnium_setting("BEHIND_AFTER_S"))
+    return destinations.annotate(
+        state=state,
+        owed_total=_count(owed),
+        dead_total=_count(states.filter(dead_lettered_at__isnull=False)),
+        behind=Exists(owed.filter(wanted_at__lt=behind_since)),
+    ).annotate(red=ExpressionWrapper(Q(state__in=["failing", "off"]) | Q(dead_total__gt=0),
+                                     output_field=BooleanField()))
+
+
+def _count(states) -> Coalesce:
+    counted = states.order_by().values("destination").annotate(total=Count("pk")).values("total")
+    return Coalesce(Subquery(counted), 0)
+
+
+def filtered(destinations, state: str = "", client_id: str = "", kind: str = ""):
+    """Narrowed by state (or "behind"), client and kind, red ones first."""
+    annotated = with_state(destinations)
+    if client_id.isdigit():
+        annotated = annotated.filter(client_id=int(client_id))
+    if kind:
+        annotated = annotated.filter(kind=kind)
+    counts = state_counts(annotated)
+    if state == "behind":
+        annotated = annotated.filter(behind=True)
+    elif state in STATE_FILTERS:
+        annotated = annotated.filter(state=state)
+    return annotated.order_by("-red", "client__name", "name", "pk"), counts
+
+
+def state_counts(annotated) -> dict[str, int]:
+    """How many destinations are in each state, and how many are behind: one query."""
+    totals = annotated.order_by().aggregate(
+        total=Count("pk"), behind=Count("pk", filter=Q(behind=True)),
+        **{name: Count("pk", filter=Q(state=name)) for name in STATE_FILTERS if name != "behind"},
+    )
+    return totals
+
+
+def statuses_of(destinations) -> list[DestinationStatus]:
+    """One row per destination of an annotated (``with_state``) page; health read in one go."""
+    page = list(destinations.select_related("client", "sender"))
+    stalled = health.read_stalled([d.pk for d in page])
+    return [_status_row(destination, stalled.get(destination.pk)) for destination in page]
+
+
+def _status_row(destination: Destination, stalled: bool | None) -> DestinationStatus:
+    sender = _sender_of(destination)
+    return DestinationStatus(
+        destination=destination, status=destination.state, red=destination.red,
+        files_owed=destination.owed_total, dead_letters=destination.dead_total,
+        failures=sender.consecutive_failures if sender else 0,
+        last_success_at=sender.last_success_at if sender else None,
+        last_error=sender.last_error if sender else "",
+        paused_reason=sender.paused_reason if sender else "",
+        stalled=stalled,
+    )
+
+
+def _sender_of(destination: Destination) -> SenderState | None:
+    try:
+        return destination.sender
+    except SenderState.DoesNotExist:  # never sent yet
+        return None
 
 
 def destination_statuses(destinations) -> list[DestinationStatus]:
-    owed = Q(states__wanted_seq__gt=F("states__sent_seq"), states__dead_lettered_at__isnull=True)
-    annotated = destinations.select_related("client").annotate(
-        owed_total=Count("states", filter=owed),
-        dead_total=Count("states", filter=Q(states__dead_lettered_at__isnull=False)),
-    )
-    senders = {s.pk: s for s in SenderState.objects.filter(pk__in=[d.pk for d in annotated])}
-    rows = []
-    for destination in annotated:
-        sender = senders.get(destination.pk)
-        state = _state_of(destination, sender)
-        rows.append(DestinationStatus(
-            destination=destination, status=state,
-            red=state in (health.Status.FAILING, "off") or destination.dead_total > 0,
-            files_owed=destination.owed_total, dead_letters=destination.dead_total,
-            failures=sender.consecutive_failures if sender else 0,
-            last_success_at=sender.last_success_at if sender else None,
-            last_error=sender.last_error if sender else "",
-            paused_reason=sender.paused_reason if sender else "",
-            stalled=health.read(destination.pk).get("stalled"),
-        ))
-    return sorted(rows, key=lambda r: (not r.red, r.destination.client.name, r.destination.name))
+    return statuses_of(with_state(destinations).order_by("-red", "client__name", "name", "pk"))
 
 
-def overview() -> dict:
-    clients = Client.objects.order_by("active", "name")
+def overview(state: str = "", client_id: str = "", kind: str = "", page: str = "1") -> dict:
+    destinations, counts = filtered(Destination.objects.all(), state, client_id, kind)
+    page_obj = Paginator(destinations, PAGE_SIZE).get_page(page)
     return {
         "lanes_without_a_worker": dead_mans_switch.silent_lanes_for_screens(),
-        "switched_off": [c for c in clients if not c.active],
-        "destinations": destination_statuses(Destination.objects.all()),
+        "switched_off": list(Client.objects.filter(active=False).order_by("name")),
+        "destinations": statuses_of(page_obj.object_list),
+        "page_obj": page_obj, "counts": counts,
+        "chosen": {"state": state, "client": client_id, "kind": kind},
+        "clients": Client.objects.order_by("name").values_list("pk", "name"),
+        "kinds": transport_registry.choices(), "state_filters": STATE_FILTERS,
     }
 
 
@@ -98,6 +174,7 @@ def _file_row(state: DeliveryState, have_seq: int | None, row: DestinationStatus
         "content_hash": bytes(state.sent_hash).hex()[:12] if state.sent_hash else "",
         "age_ms": state.age_ms, "path": state.sent_path, "behind": behind,
         "why": _why_behind(state, row) if behind else "",
+        "why_detail": plain_and_technical(state.last_error)[1] if behind and state.last_error else "",
         "dead_letter": state.dead_lettered_at is not None, "state_id": state.pk,
     }
 
@@ -110,10 +187,11 @@ def _why_behind(state: DeliveryState, row: DestinationStatus) -> str:
         return f"destination {'fenced: ' + destination.fence_reason if destination.fenced else 'disabled'}"
     if row.status == health.Status.PAUSED:
         return f"paused: {row.paused_reason}"
+    plain, technical = plain_and_technical(state.last_error)
     if state.dead_lettered_at:
-        return f"dead letter (needs a person): {state.last_error}"
+        return f"dead letter (needs a person): {plain or technical}"
     if state.last_error:
-        return f"retrying: {state.last_error}"
+        return f"retrying: {plain or technical}"
     return "sending now"
 
 

@@ -10,7 +10,9 @@ from omnium.delivery import control, status
 
 
 def overview(request):
-    context = {**admin.site.each_context(request), **status.overview()}
+    chosen = {name: request.GET.get(name, "") for name in ("state", "client", "kind", "page")}
+    found = status.overview(chosen["state"], chosen["client"], chosen["kind"], chosen["page"] or "1")
+    context = {**admin.site.each_context(request), **found}
     return render(request, "admin/delivery/overview.html", context)
 
 

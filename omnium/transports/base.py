@@ -82,7 +82,8 @@ class Setting:
     """One key of a transport's JSON config or credentials: its type, bounds and default.
 
     ``check`` adds a rule the type cannot express; it returns a message tail such as
-    "must start with https://" or None when the value is fine.
+    "must start with https://" or None when the value is fine. ``help`` and ``multiline``
+    are for the admin's form, which is generated from these declarations.
     """
 
     kind: type
@@ -92,6 +93,8 @@ class Setting:
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
     check: Callable[[Any], str | None] | None = None
+    help: str = ""
+    multiline: bool = False
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with ``value`` (a message tail), or None."""
@@ -128,8 +131,10 @@ Schema = dict[str, Setting]
 
 # Every transport takes these (ARCHITECTURE rule 5: connect 10 s, whole send 60 s).
 TIMEOUT_SETTINGS: Schema = {
-    "connect_timeout": Setting(float, default=10.0, minimum=0.1, maximum=60),
-    "send_timeout": Setting(float, default=60.0, minimum=0.5, maximum=600),
+    "connect_timeout": Setting(float, default=10.0, minimum=0.1, maximum=60,
+                               help="Seconds to wait for the connection and the server's first answer."),
+    "send_timeout": Setting(float, default=60.0, minimum=0.5, maximum=600,
+                            help="Hard limit in seconds for a whole send, connect included."),
 }
 
 

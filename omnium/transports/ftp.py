@@ -39,15 +39,16 @@ class FTPTransport(Transport):
     label = "FTP / FTPS"
     config_schema = {
         **TIMEOUT_SETTINGS,
-        "host": Setting(str, required=True),
-        "port": Setting(int, default=21, minimum=1, maximum=65535),
-        "username": Setting(str, required=True),
-        "directory": Setting(str, default=""),
-        "tls": Setting(bool, default=False),
-        "ca_cert": Setting(str, check=_pem_problem),  # trust this CA instead of the system's
-        "passive": Setting(bool, default=True),
+        "host": Setting(str, required=True, help="Server name or address, e.g. ftp.example.com."),
+        "port": Setting(int, default=21, minimum=1, maximum=65535, help="FTP control port."),
+        "username": Setting(str, required=True, help="The account we log in as."),
+        "directory": Setting(str, default="", help="Folder files go to; empty for the login folder."),
+        "tls": Setting(bool, default=False, help="FTPS: encrypt with explicit TLS (AUTH TLS)."),
+        "ca_cert": Setting(str, check=_pem_problem, multiline=True,
+                           help="PEM certificate of a CA to trust instead of the system's (FTPS only)."),
+        "passive": Setting(bool, default=True, help="Passive mode: we open the data connections."),
     }
-    credentials_schema = {"password": Setting(str, default="")}
+    credentials_schema = {"password": Setting(str, default="", help="Password of the account.")}
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

@@ -46,10 +46,13 @@ class RedisTransport(Transport):
     label = "Redis pull cache"
     config_schema = {
         **TIMEOUT_SETTINGS,
-        "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem),
-        "key_prefix": Setting(str, default="feed:"),
+        "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem, help="redis://host:port/db"),
+        "key_prefix": Setting(str, default="feed:", help="Prefix of every key written."),
     }
-    credentials_schema = {"username": Setting(str), "password": Setting(str)}
+    credentials_schema = {
+        "username": Setting(str, help="ACL user name, if any."),
+        "password": Setting(str, help="Password, if any."),
+    }
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

@@ -51,15 +51,16 @@ class S3Transport(Transport):
     label = "Amazon S3 or S3-compatible"
     config_schema = {
         **TIMEOUT_SETTINGS,
-        "endpoint_url": Setting(str, check=_http_url),
-        "region": Setting(str, default="us-east-1"),
-        "bucket": Setting(str, required=True),
-        "prefix": Setting(str, default=""),
-        "addressing_style": Setting(str, default="auto", choices=("auto", "path", "virtual")),
+        "endpoint_url": Setting(str, check=_http_url, help="For S3-compatible servers: their URL. Empty for Amazon S3."),
+        "region": Setting(str, default="us-east-1", help="Region of the bucket."),
+        "bucket": Setting(str, required=True, help="Bucket files go to."),
+        "prefix": Setting(str, default="", help="Key prefix (folder) inside the bucket."),
+        "addressing_style": Setting(str, default="auto", choices=("auto", "path", "virtual"),
+                                    help="'path' for most S3-compatible servers."),
     }
     credentials_schema = {
-        "access_key": Setting(str, required=True),
-        "secret_key": Setting(str, required=True),
+        "access_key": Setting(str, required=True, help="Access key ID."),
+        "secret_key": Setting(str, required=True, help="Secret access key."),
     }
 
     def __init__(self, config: dict, credentials: dict):

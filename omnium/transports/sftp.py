@@ -102,16 +102,18 @@ class SFTPTransport(Transport):
     label = "SFTP"
     config_schema = {
         **TIMEOUT_SETTINGS,
-        "host": Setting(str, required=True),
-        "port": Setting(int, default=22, minimum=1, maximum=65535),
-        "username": Setting(str, required=True),
-        "host_key": Setting(str, required=True, check=_host_key_problem),
-        "directory": Setting(str, default=""),
+        "host": Setting(str, required=True, help="Server name or address, e.g. sftp.example.com."),
+        "port": Setting(int, default=22, minimum=1, maximum=65535, help="SSH port."),
+        "username": Setting(str, required=True, help="The account we log in as."),
+        "host_key": Setting(str, required=True, check=_host_key_problem, multiline=True,
+                            help="The server's public host key ('ssh-ed25519 AAAA…'): use \"Fetch host key\" "
+                                 "and confirm its fingerprint with the server's owner."),
+        "directory": Setting(str, default="", help="Folder files go to; empty for the login folder."),
     }
     credentials_schema = {
-        "password": Setting(str),
-        "private_key": Setting(str),
-        "passphrase": Setting(str),
+        "password": Setting(str, help="Password, if the server takes one."),
+        "private_key": Setting(str, multiline=True, help="Private key (OpenSSH or PEM): Ed25519, ECDSA or RSA."),
+        "passphrase": Setting(str, help="Passphrase of the private key, if it has one."),
     }
 
     def __init__(self, config: dict, credentials: dict):

@@ -91,8 +91,14 @@ class WebhookTransport(Transport):
 
     kind = "webhook"
     label = "HTTP webhook"
-    config_schema = {**TIMEOUT_SETTINGS, "url": Setting(str, required=True, check=_url_problem)}
-    credentials_schema = {"secret": Setting(str, required=True, check=_secret_problem)}
+    config_schema = {
+        **TIMEOUT_SETTINGS,
+        "url": Setting(str, required=True, check=_url_problem, help="The receiver's URL; https:// unless on a private network."),
+    }
+    credentials_schema = {
+        "secret": Setting(str, required=True, check=_secret_problem,
+                          help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver."),
+    }
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

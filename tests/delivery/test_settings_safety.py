@@ -1,6 +1,5 @@
 """Destination settings: credentials stay secret, file names stay inside the destination."""
 
-import json
 
 import pytest
 from cryptography.fernet import Fernet
@@ -39,7 +38,7 @@ def test_saving_the_admin_form_without_new_credentials_keeps_the_old_ones(small_
     destination = subscribe(small_games, webhook_settings(receiver.url))
     before = bytes(destination.credentials_encrypted)
     form = {"client": destination.client_id, "name": destination.name, "kind": destination.kind,
-            "config": json.dumps({"url": receiver.url}), "new_credentials": "", "enabled": "on", "fast_retries": 5,
+            "webhook__url": receiver.url, "webhook__cred__secret": "", "enabled": "on", "fast_retries": 5,
             "fence_reason": "", "subscriptions-TOTAL_FORMS": 0, "subscriptions-INITIAL_FORMS": 0}
 
     reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", form)
@@ -111,7 +110,7 @@ def test_a_credentials_form_sent_back_with_errors_never_echoes_the_typed_secret(
                                                                               admin_client):
     destination = subscribe(small_games, webhook_settings(receiver.url))
     form = {"client": destination.client_id, "name": destination.name, "kind": destination.kind,
-            "config": '{"url": "not json', "new_credentials": json.dumps({"secret": SECRET}), "enabled": "on",
+            "webhook__url": "not a url", "webhook__cred__secret": SECRET, "enabled": "on",
             "fast_retries": 5, "fence_reason": "", "subscriptions-TOTAL_FORMS": 0, "subscriptions-INITIAL_FORMS": 0}
 
     reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", form)

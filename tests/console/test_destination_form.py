@@ -1,0 +1,121 @@
+"""The destination form is typed from the transport's own declarations: each setting a real
+field with its bounds, errors beside the field, the JSON config still what is stored, and the
+credentials write-only and encrypted."""
+
+import pytest
+
+from omnium.clients.models import Client, Destination
+from tests.transports.kits import WEBHOOK_SECRET
+
+pytestmark = pytest.mark.django_db
+
+SFTP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-real-key-but-never-shown\n-----END OPENSSH PRIVATE KEY-----"
+
+
+@pytest.fixture
+def client_row():
+    return Client.objects.create(name="Sportstar")
+
+
+def _sftp_form(client_row, **changes) -> dict:
+    form = {"client": client_row.pk, "name": "Sportstar over SFTP", "kind": "sftp",
+            "sftp__host": "sftp.example.com", "sftp__port": "2222", "sftp__username": "feeds",
+            "sftp__host_key": SFTP_KEY, "sftp__directory": "incoming", "sftp__connect_timeout": "5",
+            "sftp__send_timeout": "30", "sftp__cred__password": "s3cret-pass",
+            "enabled": "on", "fast_retries": "5", "fence_reason": "",
+            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    return {**form, **changes}
+
+
+def test_choosing_a_kind_shows_its_settings_as_typed_fields(admin_client):
+    page = admin_client.get("/admin/clients/destination/add/").content.decode()
+
+    assert 'name="sftp__port" value="22"' in page and 'type="number"' in page and 'max="65535"' in page
+    assert 'name="s3__bucket"' in page and 'name="webhook__url"' in page
+    assert 'class="module aligned transport-settings transport-sftp"' in page
+    assert "SSH port. (an integer between 1 and 65535; default 22)" in page
+
+
+def test_typed_form_stores_the_json_config_and_encrypted_credentials(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row))
+
+    assert reply.status_code == 302, reply.content.decode()[:3000]
+    destination = Destination.objects.get(name="Sportstar over SFTP")
+    assert destination.config == {"host": "sftp.example.com", "port": 2222, "username": "feeds",
+                                  "host_key": SFTP_KEY, "directory": "incoming", "connect_timeout": 5.0,
+                                  "send_timeout": 30.0}
+    assert destination.credentials == {"password": "s3cret-pass"}
+    assert b"s3cret-pass" not in bytes(destination.credentials_encrypted)
+
+
+def test_a_wrong_port_is_reported_beside_the_port_field(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row, sftp__port="70000"))
+
+    errors = reply.context["adminform"].form.errors
+    assert list(errors) == ["sftp__port"]
+    assert "less than or equal to 65535" in errors["sftp__port"][0]
+    assert not Destination.objects.exists()
+
+
+def test_a_missing_required_setting_is_reported_beside_its_field(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row, sftp__host=""))
+
+    assert reply.context["adminform"].form.errors["sftp__host"] == ["Required for SFTP."]
+
+
+def test_a_timeout_above_the_destination_limit_is_refused_beside_it(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row, sftp__send_timeout="300"))
+
+    assert "sftp__send_timeout" in reply.context["adminform"].form.errors
+
+
+def test_a_check_of_the_transport_is_reported_beside_its_field(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row, sftp__host_key="not a key"))
+
+    assert "OpenSSH public key" in reply.context["adminform"].form.errors["sftp__host_key"][0]
+
+
+def test_fields_of_the_kinds_not_chosen_are_ignored(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row, s3__bucket="", ftp__port="0"))
+
+    assert reply.status_code == 302
+    assert "bucket" not in Destination.objects.get().config
+
+
+def test_typed_credentials_are_never_rendered_back(admin_client, client_row):
+    form = _sftp_form(client_row, sftp__cred__password="", sftp__cred__private_key=PRIVATE_KEY, sftp__port="0")
+
+    page = admin_client.post("/admin/clients/destination/add/", form).content.decode()
+
+    assert "errornote" in page and "not-a-real-key-but-never-shown" not in page
+
+
+def test_saving_without_typing_credentials_keeps_the_stored_ones(admin_client, client_row):
+    admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row))
+    destination = Destination.objects.get()
+
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/",
+                              _sftp_form(client_row, sftp__cred__password="", sftp__port="2200"))
+
+    assert reply.status_code == 302
+    destination.refresh_from_db()
+    assert destination.config["port"] == 2200 and destination.credentials == {"password": "s3cret-pass"}
+
+
+def test_the_change_page_fills_the_typed_fields_from_the_stored_json(admin_client, client_row):
+    admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row))
+
+    page = admin_client.get(f"/admin/clients/destination/{Destination.objects.get().pk}/change/").content.decode()
+
+    assert 'name="sftp__port" value="2222"' in page and 'name="sftp__host" value="sftp.example.com"' in page
+    assert "s3cret-pass" not in page
+
+
+def test_a_webhook_destination_takes_its_secret_from_the_typed_field(admin_client, client_row):
+    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
+            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
+            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+
+    assert admin_client.post("/admin/clients/destination/add/", form).status_code == 302
+    assert Destination.objects.get(name="hook").credentials == {"secret": WEBHOOK_SECRET}
