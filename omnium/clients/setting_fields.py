@@ -75,7 +75,7 @@ def _lower(first: float | None, second: float | None) -> float | None:
 def _help(setting: Setting, maximum: float | None) -> str:
     bounded = Setting(setting.kind, minimum=setting.minimum, maximum=_lower(setting.maximum, maximum),
                       choices=setting.choices)
-    facts = [bounded.describe()]
+    facts = [] if setting.kind in (str, bool) and not setting.choices else [bounded.describe()]
     if setting.default not in (None, ""):
         facts.append(f"default {setting.default}")
-    return f"{setting.help} ({'; '.join(facts)})".strip()
+    return f"{setting.help} ({'; '.join(facts)})" if facts else setting.help

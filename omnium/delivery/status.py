@@ -97,12 +97,12 @@ def filtered(destinations, state: str = "", client_id: str = "", kind: str = "")
 
 
 def state_counts(annotated) -> dict[str, int]:
-    """How many destinations are in each state, and how many are behind: one query."""
-    totals = annotated.order_by().aggregate(
-        total=Count("pk"), behind=Count("pk", filter=Q(behind=True)),
-        **{name: Count("pk", filter=Q(state=name)) for name in STATE_FILTERS if name != "behind"},
-    )
-    return totals
+    """How many destinations are in each state, how many are behind, and the total."""
+    per_state = dict(annotated.order_by().values_list("state").annotate(total=Count("pk")))
+    counts = {name: per_state.get(name, 0) for name in STATE_FILTERS}
+    counts["behind"] = annotated.filter(behind=True).count()
+    counts["total"] = sum(per_state.values())
+    return counts
 
 
 def statuses_of(destinations) -> list[DestinationStatus]:

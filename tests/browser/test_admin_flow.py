@@ -2,13 +2,15 @@
 create a client with an SFTP destination, watch a delivery arrive on the status screen,
 pause the destination and see it paused."""
 
-import json
 import re
+import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from devtools.loopback import servers
+from omnium.transports.sftp import fingerprint, parse_host_key
 from tests import child_processes
 
 CHROMIUM = "/usr/bin/chromium"
@@ -42,20 +44,35 @@ def browser_page():
         browser.close()
 
 
-def test_an_admin_sets_up_sftp_delivery_sees_it_arrive_and_pauses_it(
-        small_games, sftp_server, delivery_worker, live_server, admin_user, browser_page):
-    page = browser_page  # from here on, only the browser touches the database (through the server)
-
+def log_in(page, live_server, admin_user) -> None:
     page.goto(f"{live_server.url}/admin/login/")
     page.fill("#id_username", admin_user.username)
     page.fill("#id_password", "password")  # pytest-django's admin_user
     page.click("input[type=submit]")
     expect(page.locator("#site-name")).to_be_visible()
 
+
+def add_client(page, live_server, name: str) -> None:
     page.goto(f"{live_server.url}/admin/clients/client/add/")
-    page.fill("#id_name", "Sportstar")
+    page.fill("#id_name", name)
     page.click("input[name=_save]")
-    expect(page.locator(".messagelist")).to_contain_text("Sportstar")
+    expect(page.locator(".messagelist")).to_contain_text(name)
+
+
+def fill_sftp_settings(page, sftp_server, folder, *, port=None) -> None:
+    """The SFTP fields of the typed form, and the private key (write-only: typed every time)."""
+    page.fill("#id_sftp__host", "127.0.0.1")
+    page.fill("#id_sftp__port", str(port or sftp_server.port))
+    page.fill("#id_sftp__username", sftp_server.username)
+    page.fill("#id_sftp__directory", str(folder))
+    page.fill("#id_sftp__cred__private_key", sftp_server.client_key)
+
+
+def test_an_admin_sets_up_sftp_delivery_sees_it_arrive_and_pauses_it(
+        small_games, sftp_server, delivery_worker, live_server, admin_user, browser_page):
+    page = browser_page  # from here on, only the browser touches the database (through the server)
+    log_in(page, live_server, admin_user)
+    add_client(page, live_server, "Sportstar")
 
     folder = sftp_server.root / "sportstar"
     folder.mkdir()
@@ -63,15 +80,14 @@ def test_an_admin_sets_up_sftp_delivery_sees_it_arrive_and_pauses_it(
     page.select_option("#id_client", label="Sportstar")
     page.fill("#id_name", "Sportstar over SFTP")
     page.select_option("#id_kind", value="sftp")
-    page.fill("#id_config", json.dumps({"host": "127.0.0.1", "port": sftp_server.port, "username": sftp_server.username,
-                                        "host_key": sftp_server.host_key, "directory": str(folder)}))
-    page.fill("#id_new_credentials", json.dumps({"private_key": sftp_server.client_key}))
+    fill_sftp_settings(page, sftp_server, folder)
+    page.fill("#id_sftp__host_key", sftp_server.host_key)
     page.select_option("#id_subscriptions-0-definition", label=f"{small_games.code} medals")
     page.click("input[name=_save]")
     expect(page.locator(".messagelist")).to_contain_text("Sportstar over SFTP")
 
     page.goto(f"{live_server.url}/admin/delivery/status/")
-    page.click("text=Sportstar")
+    page.click("table.status >> text=Sportstar")  # (the client filter lists it too)
     for _ in range(30):  # the delivery worker sends within a second or two
         if page.locator("td", has_text=re.compile(r"size=\d+ path=")).count():
             break
@@ -85,3 +101,63 @@ def test_an_admin_sets_up_sftp_delivery_sees_it_arrive_and_pauses_it(
     page.click("button[value=pause]")
     expect(page.locator(".destination-status")).to_have_text("paused")
     expect(page.locator("text=paused: client's server maintenance")).to_be_visible()
+
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs"
+SEND_TIMEOUT_S = 3
+
+
+def test_an_admin_types_an_sftp_destination_pins_its_host_key_and_tests_the_connection(
+        sftp_server, silent_host, live_server, admin_user, browser_page, transactional_db):
+    page = browser_page
+    log_in(page, live_server, admin_user)
+    add_client(page, live_server, "Courier")
+    folder = sftp_server.root / "courier"
+    folder.mkdir()
+
+    # The kind decides which typed fields show.
+    page.goto(f"{live_server.url}/admin/clients/destination/add/")
+    page.select_option("#id_client", label="Courier")
+    page.fill("#id_name", "Courier over SFTP")
+    page.select_option("#id_kind", value="sftp")
+    expect(page.locator("#id_sftp__port")).to_be_visible()
+    expect(page.locator("#id_s3__bucket")).to_be_hidden()
+
+    # Fetch the host key, see its fingerprint as OpenSSH prints it, and pin it on confirmation.
+    fill_sftp_settings(page, sftp_server, folder)
+    page.fill("#id_sftp__connect_timeout", "2")
+    page.fill("#id_sftp__send_timeout", str(SEND_TIMEOUT_S))
+    page.click("#fetch-host-key")
+    expected = fingerprint(parse_host_key(sftp_server.host_key))  # "ssh-ed25519 SHA256:…"
+    expect(page.locator("#host-key-offer")).to_contain_text(expected)
+    expect(page.locator("#id_sftp__host_key")).to_have_value("")  # nothing pinned until confirmed
+    page.locator(".field-sftp__host_key").screenshot(path=str(SCREENSHOTS / "admin-host-key.png"))
+    page.click("#confirm-host-key")
+    expect(page.locator("#id_sftp__host_key")).to_have_value(sftp_server.host_key.strip())
+
+    # A wrong port: the error sits beside the port field, nothing is saved.
+    page.fill("#id_sftp__port", "70000")
+    page.click("input[name=_continue]")
+    expect(page.locator(".field-sftp__port .errorlist")).to_contain_text("65535")
+    expect(page.locator(".errorlist")).to_have_count(1)
+
+    fill_sftp_settings(page, sftp_server, folder)  # the private key again: it is never sent back
+    page.click("input[name=_continue]")
+    expect(page.locator(".messagelist")).to_contain_text("Courier over SFTP")
+
+    # Test connection against the real server: every step works.
+    page.click("#test-connection")
+    expect(page.locator(".connection-test h2")).to_contain_text("works")
+    expect(page.locator(".connection-test")).to_contain_text("write a test file")
+    page.screenshot(path=str(SCREENSHOTS / "admin-connection-test.png"), full_page=True)
+    assert not list(folder.glob(".omnium-connection-test*")), "the test file was removed"
+
+    # The same destination aimed at a host that accepts and never answers.
+    page.click("text=back to Courier over SFTP")
+    page.fill("#id_sftp__port", str(silent_host.port))
+    page.fill("#id_sftp__cred__private_key", sftp_server.client_key)
+    page.click("input[name=_continue]")
+    started = time.monotonic()
+    page.click("#test-connection")
+    expect(page.locator(".plain-failure")).to_have_text("Connected, but the server did not answer within 2 s.")
+    assert time.monotonic() - started < SEND_TIMEOUT_S + 3
