@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0005_unfinished_attempts_index'),
+        ('delivery', '0006_retry_dead_letters'),
     ]
 
     operations = [
