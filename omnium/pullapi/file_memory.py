@@ -5,12 +5,14 @@ import time
 
 from omnium.memory_lru import ByteBoundedLru
 
+NEVER_CONFIRMED = 0  # generations of the invalidation channel start at 1
+
 
 class CachedFile:
     """One version of one file as the API serves it: gzipped as stored in Redis, and plain
     once a client that does not accept gzip has asked (decompressed once, then kept)."""
 
-    __slots__ = ("version", "etag", "http_etag", "gz", "_plain", "confirmed_at")
+    __slots__ = ("version", "etag", "http_etag", "gz", "_plain", "confirmed_at", "current_in")
 
     def __init__(self, version: int, etag: str, gz: bytes, plain: bytes | None = None):
         self.version = version
@@ -19,6 +21,9 @@ class CachedFile:
         self.gz = gz
         self._plain = plain
         self.confirmed_at = time.monotonic()  # last time Redis said this is current
+        # The invalidation channel's generation in which Redis said this is current; it stays
+        # current until Redis names its key (see invalidations.py).
+        self.current_in = NEVER_CONFIRMED
 
     @property
     def plain(self) -> bytes:

@@ -1,12 +1,14 @@
 """The read path: memory, then Redis, then PostgreSQL, for one requested file.
 
-Steady state is one `HGET v` per request: same version as the memory copy, serve the copy;
-a newer one, fetch the body once. Redis without the key: one PostgreSQL read per file per
-process at a time (single-flight), at most PULL_DATABASE_READS at once, then write-if-newer
-to Redis with the Redis destination's own script, so this write can never replace a newer
-version the sender stored meanwhile. Redis down: the memory copy with its age, else
-PostgreSQL (still limited). After a Redis failure, Redis is left alone for
-PULL_REDIS_RETRY_S, so a dead Redis costs no connect attempt per request.
+Steady state asks Redis nothing: a kept file that Redis confirmed stays current until Redis
+names its key on the invalidation channel (invalidations.py), so a hit is served from memory.
+A file not yet confirmed, or any file while the channel is down, costs one `HGET v`: same
+version as the memory copy, serve the copy; a newer one, fetch the body once. Redis without
+the key: one PostgreSQL read per file per process at a time (single-flight), at most
+PULL_DATABASE_READS at once, then write-if-newer to Redis with the Redis destination's own
+script, so this write can never replace a newer version the sender stored meanwhile. Redis
+down: the memory copy with its age, else PostgreSQL (still limited). After a Redis failure,
+Redis is left alone for PULL_REDIS_RETRY_S, so a dead Redis costs no connect attempt per request.
 """
 
 import logging
@@ -21,6 +23,7 @@ from omnium.conf import omnium_setting
 from omnium.memory_lru import ExpiringLru
 from omnium.pull_cache_entries import WRITE_IF_NEWER
 from omnium.pullapi.file_memory import CachedFile, FileMemory
+from omnium.pullapi.invalidations import InvalidationListener, Invalidations
 from omnium.pullapi.pull_redis import pull_redis
 from omnium.single_flight import SingleFlight
 
@@ -39,6 +42,8 @@ class Served:
 
 @dataclass
 class ReadStats:
+    memory_hits: int = 0  # served without asking Redis (approximate: counted without a lock)
+    version_checks: int = 0  # requests that asked Redis for the version or the file
     database_reads: int = 0
     redis_writes: int = 0
 
@@ -47,7 +52,9 @@ class ReadPath:
     def __init__(self, memory_bytes: int, database_reads: int, missing_ttl_s: float, redis_retry_s: float,
                  missing_max: int = 10_000, fill_ttl_s: int = 60):
         self.memory = FileMemory(memory_bytes)
+        self.invalidations = Invalidations(self.memory)
         self.stats = ReadStats()
+        self._listener: InvalidationListener | None = None
         self._flights = SingleFlight()
         self._database_slots = threading.BoundedSemaphore(database_reads)
         self._missing = ExpiringLru(missing_max, missing_ttl_s)  # redis keys PostgreSQL does not have
@@ -58,23 +65,38 @@ class ReadPath:
 
     def read(self, address) -> Served:
         key = address.redis_key
+        now = time.monotonic()
         kept = self.memory.get(key)
-        if time.monotonic() < self._redis_down_until:
+        if kept is not None and kept.current_in == self.invalidations.generation:
+            kept.confirmed_at = now
+            self.stats.memory_hits += 1
+            return Served(kept)
+        if now < self._redis_down_until:
             return self._without_redis(address, kept)
+        ticket = self.invalidations.ticket()  # before asking: a change after it is not missed
         try:
-            version = pull_redis().hget(key, "v") if kept is not None else None
-            if kept is not None and version is not None and kept.version >= int(version):
-                kept.confirmed_at = time.monotonic()
-                return Served(kept)
-            if kept is None or version is not None:
-                fetched = self._fetch(key)
-                if fetched is not None:
-                    return Served(fetched)
+            current = self._current_in_redis(key, kept)
         except redis.RedisError:
             log.warning("pull cache Redis failed; serving from memory for %s s", self._redis_retry_s)
             self._redis_down_until = time.monotonic() + self._redis_retry_s
             return self._without_redis(address, kept)
-        return Served(self._from_database(address, write_to_redis=True))
+        if current is None:
+            return Served(self._from_database(address, write_to_redis=True))
+        self.invalidations.confirm(current, ticket)
+        return Served(current)
+
+    def _current_in_redis(self, key: str, kept: CachedFile | None) -> CachedFile | None:
+        """The kept file if Redis holds no newer version, else Redis's; None when Redis has none."""
+        self.stats.version_checks += 1
+        if kept is None:
+            return self._fetch(key)
+        version = pull_redis().hget(key, "v")
+        if version is None:
+            return None
+        if kept.version >= int(version):
+            kept.confirmed_at = time.monotonic()
+            return kept
+        return self._fetch(key)
 
     def _fetch(self, key: str) -> CachedFile | None:
         """The whole file from Redis in one round trip; None when Redis does not have it."""
@@ -129,6 +151,30 @@ class ReadPath:
         except redis.RedisError:
             log.warning("could not store %s in the pull cache", key, exc_info=True)
 
+    def listen_for_invalidations(self, redis_url: str) -> None:
+        """Start this process's invalidation channel (until it is up, every hit asks Redis)."""
+        self._listener = InvalidationListener(redis_url, self.invalidations)
+        self._listener.start()
+
+    def stop_listening(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener.join(timeout=5)
+
+    def health(self) -> dict:
+        """This process's read path at a glance: is a hit free of Redis right now, and since when."""
+        invalidations = self.invalidations
+        return {
+            "invalidations": "listening" if invalidations.listening else "down: every request asks Redis",
+            "listening_since": invalidations.listening_since,
+            "channel_breaks": invalidations.channel_breaks,
+            "memory_hits": self.stats.memory_hits,
+            "version_checks": self.stats.version_checks,
+            "database_reads": self.stats.database_reads,
+            "kept_files": len(self.memory),
+            "kept_bytes": self.memory.used_bytes,
+        }
+
 
 _lock = threading.Lock()
 _read_path: ReadPath | None = None
@@ -139,7 +185,7 @@ def read_path() -> ReadPath:
     if _read_path is None:
         with _lock:
             if _read_path is None:
-                _read_path = ReadPath(
+                made = ReadPath(
                     memory_bytes=int(omnium_setting("PULL_MEMORY_MB") * 1024 * 1024),
                     database_reads=omnium_setting("PULL_DATABASE_READS"),
                     missing_ttl_s=omnium_setting("PULL_MISSING_TTL_S"),
@@ -147,11 +193,16 @@ def read_path() -> ReadPath:
                     missing_max=omnium_setting("PULL_MISSING_MAX"),
                     fill_ttl_s=omnium_setting("PULL_FILL_TTL_S"),
                 )
+                if omnium_setting("PULL_LISTEN_FOR_CHANGES"):
+                    made.listen_for_invalidations(omnium_setting("PULL_REDIS_URL"))
+                _read_path = made
     return _read_path
 
 
 def reset() -> None:
-    """Forget every kept file (tests; a process starts empty anyway)."""
+    """Forget every kept file and stop listening (tests; a process starts empty anyway)."""
     global _read_path
     with _lock:
+        if _read_path is not None:
+            _read_path.stop_listening()
         _read_path = None

@@ -17,6 +17,7 @@ urlpatterns = [
     path("v1/standings/<str:games>/<str:unit>", views.StandingsDocumentView.as_view(), name="standings-document"),
     path("v1/medals/<str:games>", views.MedalsDocumentView.as_view(), name="medals-document"),
     path("v1/athletes/<str:athlete_id>/career", views.CareerDocumentView.as_view(), name="career-document"),
+    path("v1/health/read-path", views.ReadPathHealthView.as_view(), name="pull-read-path-health"),
     path("v1/schema", SpectacularAPIView.as_view(), name="pull-schema"),
     path("v1/docs", staff_member_required(SpectacularSwaggerView.as_view(url_name="pull-schema")), name="pull-docs"),
 ]

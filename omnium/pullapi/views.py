@@ -6,10 +6,13 @@ browsable API for staff) but skip what a file answer does not need: parsers, ver
 DRF's full Accept parsing and its renderers (files are sent as stored).
 """
 
+import os
+
 import orjson
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -183,3 +186,15 @@ class MedalsDocumentView(PullView):
     @extend_schema(responses=FILE_RESPONSES, summary="The medal table (needs the medals of the Games)")
     def get(self, request, games):
         return self.serve(request, file_requests.games_document(request.user, games, "medals"))
+
+
+class ReadPathHealthView(APIView):
+    """For staff: this API process's read path, above all whether a hit is free of Redis right
+    now ("invalidations": "listening") or every request asks Redis (the channel is down)."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(exclude=True)
+    def get(self, request):
+        return Response({"pid": os.getpid(), **read_path().health()})

@@ -1,5 +1,6 @@
 import gzip
 import threading
+import time
 
 import pytest
 import redis
@@ -7,6 +8,7 @@ import redis
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.addresses import FeedFileAddress
 from omnium.pullapi.file_memory import CachedFile, FileMemory
+from omnium.pullapi.invalidations import Invalidations
 from omnium.pullapi.read_path import read_path
 from omnium.transports.redis import RedisTransport
 from tests.pullapi.conftest import bearer, fill_pull_cache
@@ -124,3 +126,116 @@ def test_file_memory_is_bounded_and_drops_the_least_recently_used():
     assert memory.get("c") is None and memory.get("b") is not None
     memory.put("huge", CachedFile(1, "huge", b"x" * 1000))
     assert memory.get("huge") is None and memory.used_bytes <= 250
+
+
+# --- the invalidation channel: a hit asks Redis nothing, a change is known at once ---------
+
+
+@pytest.fixture
+def listening(games, clean_redis):
+    """This process's invalidation channel, up (as every real API process has it)."""
+    read_path().listen_for_invalidations(_pull_redis_url())
+    _wait_until(lambda: read_path().invalidations.listening, "the invalidation channel is up")
+    return read_path().invalidations
+
+
+def _wait_until(condition, what: str, timeout: float = 5.0) -> float:
+    """Seconds it took `condition()` to hold (polled every millisecond)."""
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, f"not within {timeout} s: {what}"
+        time.sleep(0.001)
+    return time.monotonic() - start
+
+
+def _store_new_version(doc_key: str, version: int, body: bytes) -> None:
+    """What a Redis destination does when a new version of the file is built."""
+    transport = RedisTransport({"url": _pull_redis_url(), "key_prefix": "feed:"}, {})
+    transport.send(body, doc_key, content_type="application/json", version=version, etag=f"etag-{version}")
+
+
+def test_steady_state_hit_asks_neither_redis_nor_the_database(
+        listening, games, entitle, http, django_assert_num_queries, redis_commands):
+    _, key = entitle("acme", games, "medals")
+    fill_pull_cache()
+    path = f"/v1/feeds/{games.code}/medals"
+    http.get(path, **bearer(key))  # fetches the body once, and Redis confirms it is current
+    redis_commands.clear()
+    with django_assert_num_queries(0):
+        responses = [http.get(path, **bearer(key)) for _ in range(3)]
+    assert [r.status_code for r in responses] == [200] * 3
+    assert redis_commands == []
+
+
+def test_new_version_in_redis_is_served_within_100_ms_then_from_memory(listening, games, redis_commands):
+    doc_key = f"{games.code}/medals"
+    address = FeedFileAddress(doc_key)
+    first = read_path().read(address).file
+    read_path().read(address)
+    _store_new_version(doc_key, first.version + 1, b'{"v": 2}')
+    took = _wait_until(lambda: read_path().read(address).file.version == first.version + 1, "the new version")
+    assert took < 0.1
+    redis_commands.clear()
+    assert read_path().read(address).file.plain == b'{"v": 2}'
+    assert redis_commands == []
+
+
+def test_change_during_a_version_check_is_not_trusted():
+    invalidations = Invalidations(FileMemory(limit_bytes=10_000))
+    invalidations.channel_up()
+    file = CachedFile(1, "one", b"x")
+    invalidations.memory.put("feed:a", file)
+    ticket = invalidations.ticket()  # a request asks Redis...
+    invalidations.changed([b"feed:a"])  # ...and the key changes before it confirms the answer
+    invalidations.confirm(file, ticket)
+    assert file.current_in != invalidations.generation
+    invalidations.confirm(file, invalidations.ticket())
+    assert file.current_in == invalidations.generation
+    invalidations.changed([b"feed:a"])
+    assert file.current_in != invalidations.generation
+
+
+def test_nothing_confirmed_before_a_channel_break_is_trusted_after_it():
+    invalidations = Invalidations(FileMemory(limit_bytes=10_000))
+    invalidations.channel_up()
+    file = CachedFile(1, "one", b"x")
+    invalidations.confirm(file, invalidations.ticket())
+    ticket_before_break = invalidations.ticket()
+    invalidations.channel_down()
+    assert file.current_in != invalidations.generation
+    invalidations.confirm(file, ticket_before_break)  # an answer that was in flight during the break
+    invalidations.channel_up()
+    assert file.current_in != invalidations.generation
+    assert invalidations.channel_breaks == 1
+
+
+def test_redis_flush_forgets_every_confirmation(listening, games, clean_redis, redis_commands):
+    address = FeedFileAddress(f"{games.code}/medals")
+    read_path().read(address)
+    read_path().read(address)
+    clean_redis.flushdb()
+    _wait_until(lambda: listening.generation >= 2, "the flush is known")
+    redis_commands.clear()
+    read_path().read(address)  # Redis lost the file: PostgreSQL, written back to Redis
+    assert redis_commands[0] == "HGET"
+
+
+def test_cut_invalidation_channel_falls_back_to_asking_redis_then_comes_back(
+        listening, games, clean_redis, redis_commands):
+    doc_key = f"{games.code}/medals"
+    address = FeedFileAddress(doc_key)
+    first = read_path().read(address).file
+    read_path().read(address)
+    clean_redis.client_kill_filter(_id=read_path()._listener.client_id)
+    _wait_until(lambda: not listening.listening, "the cut is noticed", timeout=1.0)
+    assert read_path().health()["invalidations"].startswith("down")
+    _store_new_version(doc_key, first.version + 1, b'{"v": 2}')
+    redis_commands.clear()
+    assert read_path().read(address).file.version == first.version + 1  # no push came: Redis was asked
+    assert redis_commands[0] == "HGET"
+    _wait_until(lambda: listening.listening, "the channel is back", timeout=3.0)
+    assert listening.channel_breaks == 1
+    read_path().read(address)  # confirmed once more in the new generation
+    redis_commands.clear()
+    assert read_path().read(address).file.version == first.version + 1
+    assert redis_commands == []
