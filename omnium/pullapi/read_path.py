@@ -8,7 +8,8 @@ the key: one PostgreSQL read per file per process at a time (single-flight), at 
 PULL_DATABASE_READS at once, then write-if-newer to Redis with the Redis destination's own
 script, so this write can never replace a newer version the sender stored meanwhile. Redis
 down: the memory copy with its age, else PostgreSQL (still limited). After a Redis failure,
-Redis is left alone for PULL_REDIS_RETRY_S, so a dead Redis costs no connect attempt per request.
+Redis is left alone for PULL_REDIS_RETRY_S (or until the invalidation channel is back), so a
+dead Redis costs no connect attempt per request.
 """
 
 import logging
@@ -71,7 +72,8 @@ class ReadPath:
             kept.confirmed_at = now
             self.stats.memory_hits += 1
             return Served(kept)
-        if now < self._redis_down_until:
+        # A listening channel proves Redis is back: no need to wait out the breaker.
+        if now < self._redis_down_until and not self.invalidations.listening:
             return self._without_redis(address, kept)
         ticket = self.invalidations.ticket()  # before asking: a change after it is not missed
         try:

@@ -4,8 +4,8 @@ Each process counts its own requests per client in one-second windows and, at mo
 SYNC_S, adds them to the shared per-client count in Redis (INCRBY) and reads the total back.
 A request is refused when the last known total plus this process's not yet shared count
 reaches the client's rate. The count is therefore approximate by at most what the processes
-serve in SYNC_S, which is what keeps the hot path at one Redis round trip (the HGET of the
-read path). Without Redis the limit falls back to each process's own count.
+serve in SYNC_S, which is what keeps the hot path free of Redis round trips (the read path
+makes none either while its invalidation channel listens). Without Redis the limit falls back to each process's own count.
 """
 
 import threading

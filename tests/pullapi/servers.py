@@ -3,6 +3,9 @@
 import shutil
 import tempfile
 import time
+from collections import Counter
+
+import redis
 
 from devtools.processes import ManagedProcess, free_port, start_api
 from tests.child_processes import LOG_DIR, child_environment
@@ -18,8 +21,12 @@ class ApiServer:
         self.process.stop()
 
 
+NOT_PER_REQUEST = ("info", "hello", "client|setinfo", "ping", "incrby", "expire")
+
+
 class PrivateRedis:
-    """A redis-server on a free port that a test may stop (never the machine's own Redis)."""
+    """A redis-server on a free port that a test may stop, restart empty or reconfigure (never
+    the machine's own Redis)."""
 
     def __init__(self):
         self.port = free_port()
@@ -41,6 +48,21 @@ class PrivateRedis:
         during()
         time.sleep(max(0.0, seconds - (time.monotonic() - stopped_at)))
         self.process = self._start()
+
+    def restart(self):
+        """Stopped and started again on the same port, empty (as a Redis without persistence)."""
+        self.restart_after(0)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url)
+
+    def commands_run(self) -> Counter:
+        """Commands served so far by name, apart from those never made per request: the INFO
+        that asks (and its connection's handshake), the invalidation channel's keep-alive PINGs
+        and the throttle's shared counts (INCRBY and EXPIRE, at most every 0.25 s per process)."""
+        stats = self.client().info("commandstats")
+        return Counter({name.removeprefix("cmdstat_"): entry["calls"] for name, entry in stats.items()
+                        if name.removeprefix("cmdstat_") not in NOT_PER_REQUEST})
 
     def stop(self):
         self.process.stop()

@@ -3,12 +3,18 @@
 import gzip
 import subprocess
 import time
+from collections import Counter
 
+import orjson
 import pytest
 import requests
+from django.contrib.auth.models import User
+from django.test import Client as HttpClient
 
 from omnium.clients.models import ApiKey
 from omnium.feeds.models import FeedDocument
+from omnium.pullapi.invalidations import CLIENT_NAME
+from omnium.transports.redis import RedisTransport
 from tests.pullapi.servers import ApiServer, PrivateRedis
 
 pytestmark = pytest.mark.servers
@@ -83,3 +89,118 @@ def test_curl_compressed_and_etag_compare(games, entitle, two_api_processes, tmp
     conditional = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
                                   "--etag-compare", str(etags), *auth, url], capture_output=True, check=True).stdout
     assert conditional == b"304 0"
+
+
+# --- the invalidation channel across real processes ------------------------------------------
+
+
+@pytest.fixture
+def staff_cookie(transactional_db):
+    """A staff session for the read path's health figure (/v1/health/read-path)."""
+    staff = User.objects.create_user("ops", is_staff=True)
+    browser = HttpClient()
+    browser.force_login(staff)
+    return {"sessionid": browser.cookies["sessionid"].value}
+
+
+def _health(server, staff_cookie) -> dict:
+    return requests.get(f"{server.url}/v1/health/read-path", cookies=staff_cookie).json()
+
+
+def _wait_until(condition, what: str, timeout: float = 10.0) -> None:
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, f"not within {timeout} s: {what}"
+        time.sleep(0.01)
+
+
+def _served_version(server, games, key) -> int:
+    """The version a process serves (the bodies stored below say which one they are)."""
+    response = requests.get(f"{server.url}/v1/feeds/{games.code}/medals", headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200
+    return orjson.loads(response.content).get("stored_version", 0)
+
+
+def _store_version(redis_url: str, games, version: int) -> None:
+    """What a Redis destination does when a new version of the medals file is built."""
+    transport = RedisTransport({"url": redis_url, "key_prefix": "feed:"}, {})
+    body = orjson.dumps({"stored_version": version})
+    transport.send(body, f"{games.code}/medals", content_type="application/json", version=version, etag=f"e{version}")
+
+
+def _listening_with_medals(servers, games, key, staff_cookie) -> None:
+    """Every process has the medals confirmed by Redis under a listening channel."""
+    for server in servers:
+        _wait_until(lambda s=server: _health(s, staff_cookie)["invalidations"] == "listening", "listening")
+        for _ in range(3):  # from PostgreSQL (written to Redis), then confirmed by Redis
+            _served_version(server, games, key)
+
+
+@pytest.fixture
+def two_api_processes_on_private_redis(games, private_redis):
+    servers = [ApiServer(f"pull-api-private-{n}", OMNIUM_PULL_REDIS_URL=private_redis.url) for n in (1, 2)]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+def test_hits_ask_redis_nothing_and_every_process_serves_a_new_version_within_100_ms(
+        games, entitle, private_redis, two_api_processes_on_private_redis, staff_cookie):
+    servers = two_api_processes_on_private_redis
+    _, key = entitle("acme", games, "medals")
+    _listening_with_medals(servers, games, key, staff_cookie)
+    before = private_redis.commands_run()
+    for server in servers:
+        for _ in range(50):
+            _served_version(server, games, key)
+    assert private_redis.commands_run() - before == Counter()
+    for version in (10_001, 10_002, 10_003):
+        _store_version(private_redis.url, games, version)
+        stored_at = time.monotonic()
+        for server in servers:
+            _wait_until(lambda s=server, v=version: _served_version(s, games, key) == v, "the new version", timeout=1.0)
+            assert time.monotonic() - stored_at < 0.1
+
+
+def test_after_a_redis_restart_no_process_serves_a_version_older_than_redis_holds(
+        games, entitle, private_redis, two_api_processes_on_private_redis, staff_cookie):
+    servers = two_api_processes_on_private_redis
+    _, key = entitle("acme", games, "medals")
+    _store_version(private_redis.url, games, 20_000)
+    _listening_with_medals(servers, games, key, staff_cookie)
+    assert [_served_version(server, games, key) for server in servers] == [20_000, 20_000]
+    private_redis.restart()
+    # Refilled before the processes are back on the channel: no invalidation will name it.
+    _store_version(private_redis.url, games, 20_001)
+    for server in servers:
+        _wait_until(lambda s=server: _health(s, staff_cookie)["channel_breaks"] == 1
+                    and _health(s, staff_cookie)["invalidations"] == "listening", "back and listening")
+    assert [_served_version(server, games, key) for server in servers] == [20_001, 20_001]
+    before = private_redis.commands_run()
+    assert [_served_version(server, games, key) for server in servers] == [20_001, 20_001]
+    assert private_redis.commands_run() - before == Counter()  # resynchronised: hits are free of Redis again
+
+
+def test_with_the_invalidation_channel_cut_a_process_asks_redis_and_serves_the_newest(
+        games, entitle, private_redis, staff_cookie):
+    admin = private_redis.client()
+    admin.execute_command("ACL", "SETUSER", "api", "on", ">api-secret", "~*", "&*", "+@all")
+    server = ApiServer("pull-api-cut", OMNIUM_PULL_REDIS_URL=f"redis://api:api-secret@127.0.0.1:{private_redis.port}/0")
+    try:
+        _, key = entitle("acme", games, "medals")
+        _listening_with_medals([server], games, key, staff_cookie)
+        admin.execute_command("ACL", "SETUSER", "api", "-client|tracking")  # it cannot come back...
+        channel = next(c for c in admin.client_list() if c["name"] == CLIENT_NAME)
+        admin.client_kill_filter(_id=channel["id"])  # ...once cut
+        _wait_until(lambda: _health(server, staff_cookie)["invalidations"].startswith("down"), "the cut is noticed")
+        for version in (30_001, 30_002, 30_003):
+            _store_version(private_redis.url, games, version)
+            assert _served_version(server, games, key) == version  # at once: Redis was asked
+        admin.execute_command("ACL", "SETUSER", "api", "+client|tracking")
+        _wait_until(lambda: _health(server, staff_cookie)["invalidations"] == "listening", "the channel is back")
+        _served_version(server, games, key)  # confirmed once more in the new generation
+        before = private_redis.commands_run()
+        assert _served_version(server, games, key) == 30_003
+        assert private_redis.commands_run() - before == Counter()
+    finally:
+        server.stop()
