@@ -7,9 +7,17 @@ Runs granian (the production server, see omnium/pullapi/serving.py) on loopback 
 (omnium_bench), a Redis database of its own for the broker (3) and its own redis-server for the
 pull cache (so "Redis down" can be shown without touching the machine's Redis). Prints one
 JSON object. Usage: .venv/bin/python bench/pull.py [--seconds 10]
+
+Besides speed it measures staleness: while wrk polls the file as a real client does (sending
+back the last ETag it got), a new version is stored every WRITE_EVERY_S through the Redis
+destination's own transport, and each server process logs when it first serves each version;
+`staleness_p99_ms` is, over the versions, how long until every process served it (or a newer
+one). `redis_commands_per_hit` is the pull cache Redis's INFO commandstats delta over the API
+rounds (all commands but INFO) per request served.
 """
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -17,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +33,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED = 98
 CONNECTIONS = 32
 ROUNDS = 3
+WRITE_EVERY_S = 0.1
+# A polling client: sends back the ETag of its last answer, so each new version costs it one 200.
+FOLLOW_ETAG_LUA = """
+local etag = nil
+request = function()
+  local headers = {}
+  for name, value in pairs(wrk.headers) do headers[name] = value end
+  headers["If-None-Match"] = etag
+  return wrk.format(nil, nil, headers)
+end
+response = function(status, headers, body)
+  etag = headers["etag"] or headers["ETag"] or etag
+end
+"""
 
 
 def log(message: str) -> None:
@@ -50,7 +73,28 @@ def application(environ, start_response):
 
         settings.ROOT_URLCONF = "bench.pull"
         _wsgi = get_wsgi_application()
+    if environ.get("PATH_INFO") == os.environ.get("BENCH_WATCHED_PATH"):
+        return _wsgi(environ, _logging_served_etag(start_response))
     return _wsgi(environ, start_response)
+
+
+_last_served_etag = None
+
+
+def _logging_served_etag(start_response):
+    """start_response, noting when this process serves another ETag of the watched file (once
+    per version per process, so it costs the measured requests nothing worth counting)."""
+
+    def logging_start_response(status, headers, exc_info=None):
+        global _last_served_etag
+        etag = next((value for name, value in headers if name.lower() == "etag"), None)
+        if etag is not None and etag != _last_served_etag:
+            _last_served_etag = etag
+            with open(Path(os.environ["BENCH_SERVED_LOG_DIR"]) / f"served-{os.getpid()}", "a") as log_file:
+                log_file.write(f"{time.monotonic()} {etag}\n")  # CLOCK_MONOTONIC: one clock for all processes
+        return start_response(status, headers, exc_info)
+
+    return logging_start_response
 
 
 def __getattr__(name):
@@ -152,8 +196,10 @@ def five_kb_file(games):
     return redis_key, size, f'W/"{etag}"'
 
 
-def wrk(url: str, headers: dict, seconds: int) -> dict:
+def wrk(url: str, headers: dict, seconds: int, script: str | None = None) -> dict:
     args = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", url]
+    if script is not None:
+        args[1:1] = ["-s", script]
     for name, value in headers.items():
         args[1:1] = ["-H", f"{name}: {value}"]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
@@ -181,6 +227,89 @@ def database_transactions() -> int:
         return cursor.fetchone()[0]
 
 
+def redis_commands() -> int:
+    """Commands the pull cache Redis has served, but the INFO that asks."""
+    from omnium.pullapi.pull_redis import pull_redis
+
+    stats = pull_redis().info("commandstats")
+    return sum(entry["calls"] for name, entry in stats.items() if name != "cmdstat_info")
+
+
+def counting_redis_commands(run):
+    """run() with the pull cache Redis's commands during it added as "redis_commands"."""
+    before = redis_commands()
+    result = run()
+    return {**result, "redis_commands": redis_commands() - before}
+
+
+def write_versions_while(running: threading.Thread, redis_url: str, redis_key: str) -> list[tuple]:
+    """A new version of the file every WRITE_EVERY_S while `running` runs, stored as a Redis
+    destination stores it; returns (etag, version, monotonic time just before the write)."""
+    from omnium.pullapi.pull_redis import pull_redis
+    from omnium.transports.redis import RedisTransport
+
+    transport = RedisTransport({"url": redis_url, "key_prefix": "feed:"}, {})
+    version = int(pull_redis().hget(redis_key, "v"))
+    body = gzip.decompress(pull_redis().hget(redis_key, "gz"))
+    time.sleep(1.0)  # every connection has had its first answer
+    written = []
+    while running.is_alive():
+        version += 1
+        etag = f"bench-{version}"
+        written.append((f'W/"{etag}"', version, time.monotonic()))
+        transport.send(body + b" " * (version % 64), redis_key.removeprefix("feed:"),
+                       content_type="application/json", version=version, etag=etag)
+        time.sleep(WRITE_EVERY_S)
+    return written[:-3]  # the last ones may be written as wrk stops: no one left to serve them
+
+
+def served_logs(log_dir: str) -> dict[str, list[tuple[float, str]]]:
+    """Per process, (monotonic time, ETag) each time it began serving another ETag."""
+    logs = {}
+    for path in Path(log_dir).glob("served-*"):
+        lines = path.read_text().split("\n")
+        logs[path.name] = [(float(line.split(" ", 1)[0]), line.split(" ", 1)[1]) for line in lines if line]
+    return logs
+
+
+def staleness(written: list[tuple], logs: dict) -> dict:
+    """For each written version, how long until every process served it or a newer one."""
+    version_of = {etag: version for etag, version, _ in written}
+    delays, never_everywhere, older_after_newer = [], 0, 0
+    for entries in logs.values():
+        versions = [version_of.get(etag, 0) for _, etag in entries]
+        older_after_newer += sum(1 for a, b in zip(versions, versions[1:]) if b < a)
+    for _, version, written_at in written:
+        firsts = [next((t for t, etag in entries if version_of.get(etag, 0) >= version), None)
+                  for entries in logs.values()]
+        if None in firsts:
+            never_everywhere += 1
+        else:
+            delays.append(max(firsts) - written_at)
+    delays = sorted(delays) or [float("nan")]
+    return {
+        "versions_written": len(written), "processes_seen": len(logs),
+        "versions_not_served_by_every_process": never_everywhere,
+        "staleness_p50_ms": round(delays[len(delays) // 2] * 1000, 2),
+        "staleness_p99_ms": round(delays[min(len(delays) - 1, int(len(delays) * 0.99))] * 1000, 2),
+        "staleness_max_ms": round(delays[-1] * 1000, 2),
+        "served_older_after_newer": older_after_newer,
+    }
+
+
+def measure_staleness(api: str, auth: dict, seconds: int, redis_url: str, redis_key: str, workdir: str,
+                      log_dir: str) -> dict:
+    script = Path(workdir) / "follow_etag.lua"
+    script.write_text(FOLLOW_ETAG_LUA)
+    result = {}
+    polling = threading.Thread(target=lambda: result.update(wrk(api, auth, seconds, str(script))))
+    polling.start()
+    written = write_versions_while(polling, redis_url, redis_key)
+    polling.join()
+    return {**staleness(written, served_logs(log_dir)), "rps_while_writing": result["rps"],
+            "bad_responses": result["bad_responses"]}
+
+
 def server_environment() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)
@@ -206,7 +335,10 @@ def main() -> None:
 
     redis_port, api_port = free_port(), free_port()
     workdir = tempfile.mkdtemp(prefix="bench-pull-")
-    setup_environment(f"redis://127.0.0.1:{redis_port}/0")
+    redis_url = f"redis://127.0.0.1:{redis_port}/0"
+    setup_environment(redis_url)
+    log_dir = Path(workdir) / "served"
+    log_dir.mkdir()
     redis_process = start_private_redis(redis_port, workdir)
     server = None
     try:
@@ -215,6 +347,7 @@ def main() -> None:
         redis_key, gz_bytes, etag = five_kb_file(games)
         doc_key = redis_key.removeprefix("feed:")
         api = f"http://127.0.0.1:{api_port}/v1/feeds/{doc_key}"
+        os.environ.update(BENCH_WATCHED_PATH=f"/v1/feeds/{doc_key}", BENCH_SERVED_LOG_DIR=str(log_dir))
         base = f"http://127.0.0.1:{api_port}/bench/baseline/{redis_key}"
         auth = {"Authorization": f"Bearer {key}", "Accept-Encoding": "gzip"}
         conditional = {**auth, "If-None-Match": etag}
@@ -234,7 +367,8 @@ def main() -> None:
         for _ in range(ROUNDS):
             for name, url, headers in (("304", api, conditional), ("baseline_304", base, conditional),
                                        ("200_5kb", api, auth), ("baseline_200_5kb", base, auth)):
-                runs[name].append(wrk(url, headers, round_s))
+                runs[name].append(counting_redis_commands(lambda u=url, h=headers: wrk(u, h, round_s)))
+        api_redis_commands = sum(r["redis_commands"] for name in ("304", "200_5kb") for r in runs[name])
         runs = {name: combined(rounds) for name, rounds in runs.items()}
         for name, run in runs.items():
             log(f"{name}: {run}")
@@ -245,8 +379,16 @@ def main() -> None:
         queries = (database_transactions() - before - 1) / api_requests
         connections.close_all()
 
-        log("Redis down: restarting the servers, warming them, stopping the pull cache Redis")
+        log(f"staleness: restarting the servers; a new version every {WRITE_EVERY_S} s while wrk polls")
+        for old_log in log_dir.iterdir():  # the stopped processes' logs
+            old_log.unlink()
         server = start_servers(api_port, options.workers)
+        wrk(api, conditional, 2)
+        stale_versions = measure_staleness(api, auth, max(6, options.seconds // 2), redis_url, redis_key, workdir,
+                                           str(log_dir))
+        log(f"staleness: {stale_versions}")
+
+        log("Redis down: warming the servers again, stopping the pull cache Redis")
         wrk(api, conditional, 2)
         redis_process.stop()
         down = wrk(api, conditional, options.seconds)
@@ -263,9 +405,12 @@ def main() -> None:
             "ratio_304": round(runs["304"]["rps"] / runs["baseline_304"]["rps"], 3),
             "ratio_200_5kb": round(runs["200_5kb"]["rps"] / runs["baseline_200_5kb"]["rps"], 3),
             "db_queries_per_request": round(max(0.0, queries), 5),
+            "redis_commands_per_hit": round(api_redis_commands / api_requests, 5),
+            **{name: value for name, value in stale_versions.items() if name != "bad_responses"},
             "rps_304_redis_down": down["rps"], "p99_ms_304_redis_down": down["p99_ms"],
             "redis_down_answer_has_age": "\nage:" in stale.lower(),
-            "bad_responses": sum(r["bad_responses"] for r in runs.values()) + down["bad_responses"],
+            "bad_responses": (sum(r["bad_responses"] for r in runs.values()) + down["bad_responses"]
+                              + stale_versions["bad_responses"]),
         }
         print(json.dumps(result))
     finally:
