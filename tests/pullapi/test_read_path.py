@@ -239,3 +239,10 @@ def test_cut_invalidation_channel_falls_back_to_asking_redis_then_comes_back(
     redis_commands.clear()
     assert read_path().read(address).file.version == first.version + 1
     assert redis_commands == []
+
+
+def test_read_path_health_is_for_staff_only_and_says_whether_hits_ask_redis(games, entitle, http, admin_client):
+    _, key = entitle("acme", games, "medals")
+    assert http.get("/v1/health/read-path", **bearer(key)).status_code == 403
+    health = admin_client.get("/v1/health/read-path", HTTP_ACCEPT="application/json").json()
+    assert health["invalidations"] == "down: every request asks Redis"  # no listener in this process
