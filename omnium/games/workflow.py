@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from omnium.games import statjobs
+from omnium.games.database_restarts import workflow_command
 from omnium.games.errors import WorkflowError
 from omnium.games.models import (
     Athlete,
@@ -88,7 +88,7 @@ def _competitors_by_entry(fixture: Fixture) -> dict[str, Competitor]:
     return {str(c.entry_id): c for c in fixture.competitors.select_for_update()}
 
 
-@transaction.atomic
+@workflow_command
 def record_score(fixture_id, scores: dict, lane: str = LIVE) -> Fixture:
     """Set the scores of a fixture's competitors ({entry id: score}); a scheduled fixture goes live."""
     fixture = _locked(Fixture, fixture_id, "fixture")
@@ -133,7 +133,7 @@ def _rank(fixture: Fixture) -> None:
     Competitor.objects.bulk_update(ordered, ["rank"])
 
 
-@transaction.atomic
+@workflow_command
 def finish_fixture(fixture_id, lane: str = LIVE) -> Fixture:
     """End a fixture: rank its competitors and publish the result as provisional."""
     fixture = _locked(Fixture, fixture_id, "fixture")
@@ -148,7 +148,7 @@ def finish_fixture(fixture_id, lane: str = LIVE) -> Fixture:
     return fixture
 
 
-@transaction.atomic
+@workflow_command
 def make_official(fixture_id, lane: str = LIVE) -> Fixture:
     """Confirm a finished fixture's provisional result."""
     fixture = _locked(Fixture, fixture_id, "fixture")
@@ -162,7 +162,7 @@ def make_official(fixture_id, lane: str = LIVE) -> Fixture:
     return fixture
 
 
-@transaction.atomic
+@workflow_command
 def award_medals(event_id, medals: dict, lane: str = LIVE) -> MedalEvent:
     """Award a medal event's medals ({entry id: "gold" | "silver" | "bronze"})."""
     event = _locked(MedalEvent, event_id, "medal event")
@@ -190,7 +190,7 @@ def award_medals(event_id, medals: dict, lane: str = LIVE) -> MedalEvent:
     return event
 
 
-@transaction.atomic
+@workflow_command
 def add_entry(event_id, *, athlete_id=None, team_id=None, lane: str = LIVE) -> Entry:
     """Enter an athlete (individual event) or a team (team event) in a medal event."""
     event = _locked(MedalEvent, event_id, "medal event")
@@ -214,7 +214,7 @@ def add_entry(event_id, *, athlete_id=None, team_id=None, lane: str = LIVE) -> E
     return entry
 
 
-@transaction.atomic
+@workflow_command
 def withdraw_entry(entry_id, lane: str = LIVE) -> Entry:
     entry = _locked(Entry, entry_id, "entry")
     if entry.status == Entry.Status.WITHDRAWN:
@@ -229,7 +229,7 @@ def _entry_records(entry: Entry):
     return [("entry", entry.pk), ("unit", entry.event_id), ("noc", entry.noc_id)]
 
 
-@transaction.atomic
+@workflow_command
 def move_fixture(fixture_id, *, starts_at: datetime | None = None, venue: str | None = None,
                  lane: str = LIVE) -> Fixture:
     """Move a fixture to another time and/or venue."""
