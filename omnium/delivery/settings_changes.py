@@ -13,7 +13,6 @@ not in five minutes.
 
 from django.db import transaction
 from django.db.models.signals import post_save, pre_save
-from django.dispatch import receiver
 
 from omnium.clients.models import Destination, Subscription
 from omnium.delivery import health
@@ -60,23 +59,20 @@ def _resend(states, event: str, destination_id: int | None = None) -> int:
     return count
 
 
-@receiver(pre_save, sender=Subscription, dispatch_uid="delivery-subscription-shape-changed")
-def _note_subscription_change(sender, instance, raw=False, **kwargs):
-    instance._resend_after_save = not raw and _changed(instance, SUBSCRIPTION_SHAPE)
+def _resend_when_changed(model, fields, resend) -> None:
+    """After a save of `model` that changed any of `fields`, `resend(pk)` once it commits."""
+    label = model._meta.label_lower
+
+    def note(sender, instance, raw=False, **kwargs):
+        instance._resend_after_save = not raw and _changed(instance, fields)
+
+    def resend_after_commit(sender, instance, created, **kwargs):
+        if getattr(instance, "_resend_after_save", False):
+            transaction.on_commit(lambda: resend(instance.pk))
+
+    pre_save.connect(note, sender=model, weak=False, dispatch_uid=f"delivery-note-change-{label}")
+    post_save.connect(resend_after_commit, sender=model, weak=False, dispatch_uid=f"delivery-resend-{label}")
 
 
-@receiver(post_save, sender=Subscription, dispatch_uid="delivery-resend-changed-subscription")
-def _resend_changed_subscription(sender, instance, created, **kwargs):
-    if getattr(instance, "_resend_after_save", False):
-        transaction.on_commit(lambda: resend_subscription(instance.pk))
-
-
-@receiver(pre_save, sender=Destination, dispatch_uid="delivery-destination-changed")
-def _note_destination_change(sender, instance, raw=False, **kwargs):
-    instance._resend_after_save = not raw and _changed(instance, DESTINATION_SENDING)
-
-
-@receiver(post_save, sender=Destination, dispatch_uid="delivery-resend-changed-destination")
-def _resend_changed_destination(sender, instance, created, **kwargs):
-    if getattr(instance, "_resend_after_save", False):
-        transaction.on_commit(lambda: resend_destination(instance.pk))
+_resend_when_changed(Subscription, SUBSCRIPTION_SHAPE, resend_subscription)
+_resend_when_changed(Destination, DESTINATION_SENDING, resend_destination)

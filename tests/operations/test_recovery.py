@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 from django.db import connection, transaction
@@ -111,8 +112,11 @@ def test_a_sender_killed_mid_send_hands_its_destination_over_within_10_s(small_g
     assert time.monotonic() - killed_at < RECOVERY_S
 
 
-def _lock_row(sql: str, params, holding: threading.Event, release: threading.Event) -> threading.Thread:
-    """Hold a row lock in another connection until `release`: whoever writes that row waits."""
+@contextmanager
+def rows_held(sql: str, params):
+    """While inside, another connection holds the rows `sql` locks: whoever writes them waits."""
+    holding, release = threading.Event(), threading.Event()
+
     def hold():
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -122,7 +126,19 @@ def _lock_row(sql: str, params, holding: threading.Event, release: threading.Eve
 
     thread = threading.Thread(target=hold)
     thread.start()
-    return thread
+    assert holding.wait(5), "the rows locked"
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(10)
+
+
+def kill_once_stuck(doomed, what: str) -> float:
+    """Kill `doomed` once a session waits on our lock (the worker stuck mid-work); when."""
+    wait_until(_waiting_on_a_lock, 15, message=f"{what} stuck mid-work")
+    doomed.kill()
+    return time.monotonic()
 
 
 def _waiting_on_a_lock() -> bool:
@@ -140,19 +156,11 @@ def test_a_builder_killed_mid_build_hands_its_file_over_within_10_s(small_games,
     destination = subscribe(small_games, webhook_settings(receiver.url))
     wait_until(lambda: DeliveryState.objects.filter(destination=destination, sent_seq=calendar_seq(small_games))
                .exists(), 15, message="the first version sent")
-    holding, release = threading.Event(), threading.Event()
     doc_key = f"{small_games.code}/calendar"
-    locker = _lock_row("SELECT 1 FROM feeds_feeddocument WHERE doc_key = %s FOR UPDATE", [doc_key], holding, release)
-    try:
-        assert holding.wait(5)
+    with rows_held("SELECT 1 FROM feeds_feeddocument WHERE doc_key = %s FOR UPDATE", [doc_key]):
         before = new_version(small_games, 72)
-        wait_until(_waiting_on_a_lock, 15, message="the builder stuck mid-build, saving the calendar")
+        killed_at = kill_once_stuck(doomed, "the builder, saving the calendar,")
         assert PendingBuild.objects.filter(doc_key=doc_key, claim_token__isnull=False).exists()
-        doomed.kill()
-        killed_at = time.monotonic()
-    finally:
-        release.set()
-        locker.join(10)
     started.append(child_processes.start_worker(BUILD_QUEUES, "builds-after", **FAST))
 
     wait_until(lambda: confirmed_after(destination, before), 30, message="the next version confirmed")
@@ -164,21 +172,12 @@ def test_a_stat_job_killed_mid_run_is_run_again_within_10_s(small_games, started
     doomed = child_processes.start_worker(STATS_QUEUES, "stats-doomed", **FAST)
     started.append(doomed)
     event = MedalEvent.objects.filter(games=small_games, fixtures__is_medal_fixture=True).order_by("code").first()
-    holding, release = threading.Event(), threading.Event()
     # The medal standings job writes the Games' medal table; a lock on it stops the job mid-run.
-    locker = _lock_row("SELECT 1 FROM games_medalstanding WHERE games_id = %s FOR UPDATE", [small_games.pk],
-                       holding, release)
-    try:
-        assert holding.wait(5)
+    with rows_held("SELECT 1 FROM games_medalstanding WHERE games_id = %s FOR UPDATE", [small_games.pk]):
         award_gold_to_the_winner(event)
         job = wait_until(lambda: StatJob.objects.filter(state=StatJob.State.RUNNING).first(), 15,
                          message="the stat job running")
-        wait_until(_waiting_on_a_lock, 15, message="the stat job stuck mid-run")
-        doomed.kill()
-        killed_at = time.monotonic()
-    finally:
-        release.set()
-        locker.join(10)
+        killed_at = kill_once_stuck(doomed, "the stat job")
     started.append(child_processes.start_worker(STATS_QUEUES, "stats-after", **FAST))
 
     wait_until(lambda: StatJob.objects.filter(pk=job.pk, state=StatJob.State.DONE).exists(), 30,

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from devtools.loopback.hosts import WebhookReceiver
 from devtools.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
+from devtools.waiting import wait_until
 from omnium.transports.base import Transport, TransportError, temporary_name
 from omnium.transports.registry import TRANSPORTS
 
@@ -262,7 +263,7 @@ def cut_mid_upload(kit: Kit, root: Path, path: str) -> Path:
 
     sender = threading.Thread(target=send)
     sender.start()
-    temporary = _growing_temporary_file(root / path)
+    temporary = growing_temporary_file(root / path)
     transport.cut()
     sender.join(10)
     assert failures and temporary.exists(), "the cut send failed and left its temporary file"
@@ -294,14 +295,12 @@ def _wait_until_still(file: Path, quiet: float = 0.3) -> None:
     raise AssertionError(f"{file} kept changing")
 
 
-def _growing_temporary_file(final: Path) -> Path:
-    ends = time.monotonic() + 10
-    while time.monotonic() < ends:
-        growing = [p for p in final.parent.glob(f".{final.name}.*.tmp") if p.stat().st_size > 0]
-        if growing:
-            return growing[0]
-        time.sleep(0.002)
-    raise AssertionError("the upload never started")
+def growing_temporary_file(final: Path) -> Path:
+    """The temporary file an upload to ``final`` is writing, once it holds some bytes."""
+    def growing():
+        return next((p for p in final.parent.glob(f".{final.name}.*.tmp") if p.stat().st_size > 0), None)
+
+    return wait_until(growing, 10, interval=0.002, message="the upload started")
 
 
 def leftovers_beside(final: Path) -> dict[str, Path]:

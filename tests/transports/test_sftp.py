@@ -10,9 +10,10 @@ import time
 import pytest
 
 from devtools.loopback.servers import freeze, other_host_keys, thaw
+from devtools.waiting import wait_until
 from omnium.transports import TransportError
 
-from .kits import age_by_an_hour, cut_mid_upload, feed_path, leftovers_beside
+from .kits import age_by_an_hour, cut_mid_upload, feed_path, growing_temporary_file, leftovers_beside
 
 SEND_TIMEOUT = 3.0
 SLACK = 2.0
@@ -60,18 +61,11 @@ def test_sends_share_one_session_and_one_the_server_dropped_is_replaced(sftp_kit
     assert ours and set(sftp_server.session_pids()) - before == ours, "the second send used the open session"
     for pid in ours:  # the server drops the idle session, as a restart or an idle timeout would
         os.kill(pid, signal.SIGKILL)
-    _wait_until(lambda: not ours & set(sftp_server.session_pids()))
+    wait_until(lambda: not ours & set(sftp_server.session_pids()), 5, message="the server dropped our session")
 
     sftp_kit.send(transport, b'{"n": 3}', path)
 
     assert sftp_kit.read_back(path) == b'{"n": 3}'
-
-
-def _wait_until(condition, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_server_frozen_mid_upload_fails_within_deadline(sftp_kit, sftp_server):
@@ -81,7 +75,7 @@ def test_server_frozen_mid_upload_fails_within_deadline(sftp_kit, sftp_server):
     sender = threading.Thread(target=_send_and_time, args=(sftp_kit, transport, body, path, outcome))
 
     sender.start()
-    temporary = _wait_for_temporary_file(sftp_server.root / path)
+    temporary = growing_temporary_file(sftp_server.root / path)
     frozen = sftp_server.session_pids()
     freeze(frozen)
     try:
@@ -107,14 +101,6 @@ def _send_and_time(kit, transport, body, path, outcome) -> None:
     outcome["elapsed"] = time.monotonic() - started
 
 
-def _wait_for_temporary_file(final):
-    ends = time.monotonic() + 10
-    while time.monotonic() < ends:
-        growing = [p for p in final.parent.glob(f".{final.name}.*.tmp") if p.stat().st_size > 0]
-        if growing:
-            return growing[0]
-        time.sleep(0.002)
-    raise AssertionError("the upload never started")
 
 
 def test_next_connection_removes_the_temporary_file_a_cut_send_left(sftp_kit, sftp_server):
