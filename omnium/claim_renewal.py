@@ -88,8 +88,8 @@ def _renew_forever() -> None:
         for claim in claims:
             try:
                 claim.renew()
-            except Exception:  # PostgreSQL away: the claim expires unless a later renewal lands
-                log.warning("could not renew claim %s", claim.name, exc_info=True)
+            except Exception as exc:  # PostgreSQL away: the claim expires unless a later renewal lands
+                log.warning("could not renew claim %s: %s: %s", claim.name, type(exc).__name__, exc)
                 connection.close()
         if not claims:
             connection.close()  # nothing held: no connection kept open for nothing

@@ -45,8 +45,8 @@ def _beat_forever(consumer) -> None:
             lanes = lanes_of(consumer)
             if lanes:  # not while the worker starts or stops its consumer
                 beat(hostname, lanes)
-        except Exception:  # a heartbeat must never kill the worker; PostgreSQL may be away
-            log.warning("worker heartbeat not written", exc_info=True)
+        except Exception as exc:  # a heartbeat must never kill the worker; PostgreSQL may be away
+            log.warning("worker heartbeat not written: %s: %s", type(exc).__name__, exc)
             connection.close()
         time.sleep(omnium_setting("HEARTBEAT_INTERVAL_S"))
 

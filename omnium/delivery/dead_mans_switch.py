@@ -54,8 +54,8 @@ def _watch_forever(grace_s: float) -> None:
     while True:
         try:
             check()
-        except Exception:  # PostgreSQL may be away: look again next time
-            log.warning("dead-man's switch could not look", exc_info=True)
+        except Exception as exc:  # PostgreSQL may be away: look again next time
+            log.warning("dead-man's switch could not look: %s: %s", type(exc).__name__, exc)
             connection.close()
         time.sleep(omnium_setting("DEAD_MANS_SWITCH_EVERY_S"))
 

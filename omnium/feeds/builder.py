@@ -20,7 +20,7 @@ from omnium.feeds.bodies import binary_cursor
 from omnium.feeds.canonical import canonical, dependencies_hash, iso_time
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.models import FeedDefinition
-from omnium.feeds.resolvers import RESOLVERS
+from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES, RESOLVERS
 from omnium.feeds.resolvers.base import Resolved
 from omnium.feeds.signals import file_version_committed, file_version_saved
 
@@ -166,10 +166,12 @@ def _record_version(doc_key: str, seq: int, content_hash: bytes, size: int, chan
 
 
 def files_of(games_code: str) -> list[str]:
-    """Every doc_key of a Games' enabled definitions (per-NOC ones: NOCs with entries)."""
+    """Every doc_key of a Games' enabled definitions (per-NOC ones: NOCs with entries), but
+    the per-record pull files, which are listed from their records where they are set up."""
     from omnium.games.models import Entry
 
-    definitions = FeedDefinition.objects.filter(games__code=games_code, enabled=True).order_by("feed_type")
+    definitions = (FeedDefinition.objects.filter(games__code=games_code, enabled=True)
+                   .exclude(feed_type__in=PER_RECORD_FEED_TYPES).order_by("feed_type"))
     nocs = sorted(set(Entry.objects.filter(games__code=games_code).values_list("noc__code", flat=True)))
     keys = []
     for definition in definitions:

@@ -17,7 +17,7 @@ from datetime import date
 
 from omnium.feeds import record_ids
 from omnium.feeds.doc_keys import FileKey
-from omnium.feeds.resolvers import PULL_DEFINITIONS
+from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES
 from omnium.pullapi import record_games
 from omnium.pullapi.addresses import FeedFileAddress, PublicDocumentAddress
 from omnium.pullapi.catalogue import AS_BUILT, PullClient, holder
@@ -25,9 +25,6 @@ from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,39}")
 _FEED_TYPE = re.compile(r"[a-z_]{1,30}")
-
-# Pull files are one per record (a day, a fixture, a unit, an athlete): they always take a filter.
-PER_RECORD_FEED_TYPES = frozenset(feed_type for feed_type, _ in PULL_DEFINITIONS)
 
 
 def _valid_date(text: str) -> bool:

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 
 from omnium.feeds import builder
-from omnium.feeds.builder import build_file
+from omnium.feeds.builder import build_file, files_of
 from omnium.feeds.models import FeedDependency, FeedDocument
 from omnium.feeds.resolvers import RESOLVERS
 from omnium.games import workflow
@@ -147,3 +147,14 @@ def test_bodies_are_stored_compressed_with_lz4(small_games):
         cursor.execute("SELECT pg_column_compression(body) FROM feeds_feeddocument WHERE doc_key = %s",
                        [f"{small_games.code}/calendar"])
         assert cursor.fetchone()[0] == "lz4"
+
+
+def test_every_file_listed_for_a_games_builds_even_with_its_pull_files_defined(small_games):
+    from omnium.pullapi import pull_cache_destinations
+
+    pull_cache_destinations.ensure_destinations(small_games)  # defines the per-record pull files too
+
+    listed = files_of(small_games.code)
+
+    assert listed and all(build_file(doc_key).outcome for doc_key in listed)
+    assert not [key for key in listed if key.split("/")[1] in ("calendar_day", "fixture", "career", "unit_standings")]

@@ -59,6 +59,10 @@ PULL_DEFINITIONS = (
     ("career", "Athlete career"),
 )
 
+# Files one per record (a day, a fixture, a unit, an athlete): their filters come from the
+# Games' records (pullapi.pull_cache_destinations lists them), and they always take one.
+PER_RECORD_FEED_TYPES = frozenset(feed_type for feed_type, _ in PULL_DEFINITIONS)
+
 # A client entitled to the feed on the left also gets these split files of it.
 SPLITS = {"calendar": ("calendar_day", "fixture")}
 PARENT_OF = {split: parent for parent, splits in SPLITS.items() for split in splits}
