@@ -6,7 +6,8 @@ S3-compatible server, an SFTP server with its own host key, an FTP server, a web
 that verifies signatures, and a host that accepts connections and never answers); creates
 demo clients subscribed to the Games, the pull cache and a pull client with a key; starts
 Celery (a live-lane worker, a bulk-lane worker, a delivery worker with 32 threads, beat),
-Flower and the API/admin server (granian); replays part of a Games day at high speed through
+Flower and the API/admin server (granian), each restarted if it exits, as systemd would
+(devtools/supervisor.py; `kill -9` one to see it); replays part of a Games day at high speed through
 the workflow commands; and prints what was built and what landed where, with proof.
 
 Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself after N seconds.
@@ -41,6 +42,7 @@ from devtools.latency import change_to_built_seconds, percentile  # noqa: E402
 from devtools.loopback import receivers as loopback  # noqa: E402
 from devtools.provisioning import provision_destination  # noqa: E402
 from devtools.replay import plan_day, play  # noqa: E402
+from devtools.supervisor import Supervisor  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
 from omnium.delivery import health  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
@@ -119,32 +121,29 @@ def admin_password() -> str:
     return password
 
 
-def start_api_server() -> processes.ManagedProcess:
-    from devtools.processes import start_api
-
+def start_api_server(supervisor: Supervisor) -> None:
     call_command("collectstatic", interactive=False, verbosity=0)
-    return start_api(API_PORT, "demo-api", dict(os.environ), workers=2, static_root=str(settings.STATIC_ROOT))
+    supervisor.add("demo-api", lambda: processes.start_api(API_PORT, "demo-api", dict(os.environ), workers=2,
+                                                           static_root=str(settings.STATIC_ROOT)))
 
 
-def start_pipeline() -> list:
+def start_pipeline(supervisor: Supervisor) -> None:
+    """Every process under `supervisor`, which restarts one that exits (as systemd would)."""
     say("starting Celery: live-lane worker, bulk-lane worker, delivery worker (32 threads), beat")
-    return [
-        processes.start_worker(LIVE_QUEUES, "demo-live", concurrency=2),
-        processes.start_worker(BULK_QUEUES, "demo-bulk", concurrency=1),
-        processes.start_delivery_worker("demo-delivery", concurrency=32),
-        processes.start_beat("demo-beat"),
-    ]
+    supervisor.add("demo-live", lambda: processes.start_worker(LIVE_QUEUES, "demo-live", concurrency=2))
+    supervisor.add("demo-bulk", lambda: processes.start_worker(BULK_QUEUES, "demo-bulk", concurrency=1))
+    supervisor.add("demo-delivery", lambda: processes.start_delivery_worker("demo-delivery", concurrency=32))
+    supervisor.add("demo-beat", lambda: processes.start_beat("demo-beat"))
 
 
-def start_flower() -> processes.ManagedProcess:
+def start_flower(supervisor: Supervisor) -> None:
     password = secrets.token_urlsafe(12)
     # --broker_api: Flower reads every destination queue's depth from RabbitMQ's management API.
-    flower = processes.ManagedProcess(
+    supervisor.add("demo-flower", lambda: processes.ManagedProcess(
         [*processes.CELERY, "flower", "--address=127.0.0.1", "--port=5555", f"--basic-auth=ops:{password}",
          f"--broker_api={settings.CELERY_BROKER_MANAGEMENT_URL}"],
-        "demo-flower")
+        "demo-flower"))
     say(f"Flower: http://127.0.0.1:5555/  (user ops, password {password})")
-    return flower
 
 
 def replay(games: Games) -> dict:
@@ -218,7 +217,7 @@ def main() -> None:
     redis_client().flushdb()  # hints and counters only; PostgreSQL is the record
     if settings.CELERY_BROKER_URL == DEMO_BROKER_URL:  # the demo's own vhost: last run's kicks go
         broker.ensure_vhost(settings.CELERY_BROKER_MANAGEMENT_URL, DEMO_BROKER_URL, fresh=True)
-    running, receivers = [], None
+    supervisor, receivers = Supervisor(report=say), None
     try:
         games = load_and_build()
         say("starting receivers on loopback: SeaweedFS (S3), sshd (SFTP), pyftpdlib (FTP), webhook, a hanging host")
@@ -226,9 +225,9 @@ def main() -> None:
         say("creating demo clients:")
         create_demo_clients(games, receivers)
         key = set_up_pull(games)
-        running = start_pipeline()
-        running.append(start_flower())
-        running.append(start_api_server())
+        start_pipeline(supervisor)
+        start_flower(supervisor)
+        start_api_server(supervisor)
         password = admin_password()
         say(f"admin and status screens: http://127.0.0.1:{API_PORT}/admin/delivery/status/  (user ops, password {password})")
         say("pull a file (the key is shown once):")
@@ -245,6 +244,7 @@ def main() -> None:
         print(json.dumps(build_summary(games, first_outbox, first_version, replayed), indent=2), flush=True)
         say("what landed where (proof of delivery; the hanging destination slows nobody else):")
         print(json.dumps(delivery_summary(since), indent=2, default=str), flush=True)
+        say(f"processes restarted after exiting: {supervisor.restarts}")
         if DEADLINE is None:
             say("pipeline still running (Flower above; `manage.py runserver` for the admin); Ctrl-C stops it")
             while True:
@@ -252,7 +252,7 @@ def main() -> None:
     except KeyboardInterrupt:
         say("stopping")
     finally:
-        processes.stop_all(running)
+        supervisor.stop()
         if receivers is not None:
             receivers.stop()
         say("everything the demo started has stopped")
