@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -54,16 +55,32 @@ class Delivery:
     headers: dict[str, str]
     body: bytes
     verified: bool
+    status: int = 200  # what the receiver answered
+    received_at: float = 0.0  # time.time()
 
 
 @dataclass
 class WebhookReceiver:
     """Records every POST, checks its signature with ``verify_signature`` (401 when it
-    fails), and answers with ``replies`` in order, then 200."""
+    fails), and answers with ``replies`` in order, then 200 (or the status of ``refuse``
+    while it lasts). ``keep_bodies=False`` records headers only: a long benchmark would
+    otherwise hold every 3 MB calendar it was sent."""
 
     secret: str
     deliveries: list[Delivery] = field(default_factory=list)
     replies: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    keep_bodies: bool = True
+    _refusal: tuple[int, float] = (200, 0.0)  # (status, until time.monotonic())
+
+    def refuse(self, status: int, seconds: float) -> None:
+        """Answer every POST with `status` for the next `seconds` (a client mid-deploy), then 200."""
+        self._refusal = (status, time.monotonic() + seconds)
+
+    def _scripted_reply(self) -> tuple[int, dict[str, str]]:
+        if self.replies:
+            return self.replies.pop(0)
+        status, until = self._refusal
+        return (status, {}) if time.monotonic() < until else (200, {})
 
     def start(self) -> WebhookReceiver:
         receiver = self
@@ -73,9 +90,10 @@ class WebhookReceiver:
                 body = self.read_body()
                 headers = dict(self.headers.items())
                 verified = verify_signature(receiver.secret, headers, body)
-                receiver.deliveries.append(Delivery(self.path, headers, body, verified))
-                status, extra = receiver.replies.pop(0) if receiver.replies else (200, {})
+                status, extra = receiver._scripted_reply()
                 status = status if verified else 401
+                receiver.deliveries.append(Delivery(self.path, headers, body if receiver.keep_bodies else b"",
+                                                    verified, status, time.time()))
                 self.answer(status, f"received {status}".encode(), extra)
 
         self.http = serve_http(Handler)

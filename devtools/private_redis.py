@@ -1,0 +1,36 @@
+"""A redis-server of our own on a free port, which a benchmark may restart or stop (never the
+machine's Redis: other tests and the demo use it)."""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from devtools.processes import ManagedProcess, free_port
+
+
+class PrivateRedis:
+    """Without persistence: a restart loses every key, the harshest kind of Redis restart
+    (Omnium keeps only hints and caches there, ARCHITECTURE rule 1)."""
+
+    def __init__(self, name: str, log_dir: Path | None = None):
+        self.name, self.log_dir = name, log_dir
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix=f"{name}-")
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = self._start()
+
+    def _start(self) -> ManagedProcess:
+        process = ManagedProcess(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir], self.name, log_dir=self.log_dir)
+        process.wait_for_port(self.port)
+        return process
+
+    def restart(self) -> None:
+        """Stop it, then start it again on the same port, empty."""
+        self.process.stop()
+        self.process = self._start()
+
+    def stop(self) -> None:
+        self.process.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
