@@ -11,7 +11,7 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
 # settings refuse unless DEBUG is on (production is the default: omnium/settings.py).
 export DJANGO_DEBUG ?= true
 
-.PHONY: demo test test-fast lint install services test-servers database bench
+.PHONY: demo test test-fast lint install services test-servers database bench gameday
 
 $(VENV)/installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,3 +52,9 @@ bench: database test-servers
 	$(PY) bench/build.py
 	$(PY) bench/deliver.py
 	$(PY) bench/pull.py
+
+# A replayed Games day with faults (kills, Redis and PostgreSQL restarts, a refusing webhook,
+# a frozen SFTP server, a credential rotation). Not part of `make bench`: it restarts the
+# machine's PostgreSQL (GAMEDAY_OPTIONS=--skip-postgres-restart leaves that out).
+gameday: database test-servers
+	$(PY) bench/gameday.py $(GAMEDAY_OPTIONS)
