@@ -260,8 +260,19 @@ def run(args, redis: PrivateRedis) -> dict:
                 pass
 
 
+def retrying(query, *args):
+    """`query(*args)`, tried again over a PostgreSQL restart (ours, or anyone's on the machine)."""
+    for _ in range(60):
+        try:
+            return query(*args)
+        except (OperationalError, InterfaceError):
+            connection.close()
+            time.sleep(0.5)
+    return query(*args)
+
+
 def latest_seq() -> int:
-    return FeedVersion.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
+    return retrying(lambda: FeedVersion.objects.order_by("-seq").values_list("seq", flat=True).first() or 0)
 
 
 def the_phases(args, games, ctx, receivers, refusing, api_port, key) -> dict:
@@ -284,6 +295,14 @@ def the_phases(args, games, ctx, receivers, refusing, api_port, key) -> dict:
     log(f"replay done ({replay.played} changes); settling for up to {args.settle_seconds:g} s")
     settled = wait_caught_up(args.settle_seconds, all_ids)
     time.sleep(5)  # the thaw's and the refusal's last timers
+    return retrying(measure, args, ctx, replay, done, pull_result, settled, receivers, refusing,
+                    (calm_start, calm_seq, faulted_start, faulted_seq))
+
+
+def measure(args, ctx, replay, done, pull_result, settled, receivers, refusing, phases) -> dict:
+    calm_start, calm_seq, faulted_start, faulted_seq = phases
+    healthy_ids = ctx["healthy_ids"]
+    all_ids = [*healthy_ids, ctx["webhook_id"], ctx["sftp_id"]]
     report, recovery_max, destination_max = fault_report(done, healthy_ids)
     calm_ages, faulted_ages = (measures.ages(healthy_ids, calm_seq, faulted_seq),
                                measures.ages(healthy_ids, faulted_seq))
