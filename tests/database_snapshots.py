@@ -29,6 +29,10 @@ END $$;
 
 
 def empty_every_table() -> None:
+    # A test that cut this process's connection (a PostgreSQL restart) must not leave it dead
+    # for every test after it: Django connects afresh on the next query.
+    if connection.connection is not None and not connection.is_usable():
+        connection.close()
     with connection.cursor() as cursor:
         cursor.execute(EMPTY_EVERY_TABLE)
 
