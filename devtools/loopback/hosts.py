@@ -126,9 +126,12 @@ class WebhookReceiver:
 
 
 class MisbehavingHost:
-    """Accepts TCP connections on loopback and hands each to ``serve`` in a thread."""
+    """Accepts TCP connections on loopback and hands each to ``serve`` in a thread.
+    ``trickle_s``: the pause between the bytes of a trickling host (a second, as a slow host
+    would; tests use less, keeping it below every per-read timeout they set)."""
 
-    def __init__(self):
+    def __init__(self, trickle_s: float = 1.0):
+        self.trickle_s = trickle_s
         self._listener = socket.create_server((LOOPBACK, 0))
         self.port = self._listener.getsockname()[1]
         self.stopped = threading.Event()
@@ -166,7 +169,7 @@ class TricklingHost(MisbehavingHost):
     succeeds, so no per-read timeout ever fires."""
 
     def serve(self, conn: socket.socket) -> None:
-        _trickle(conn, b"220-omnium trickle ", self.stopped)
+        _trickle(conn, b"220-omnium trickle ", self.stopped, self.trickle_s)
 
 
 class AnswerThenTrickleHost(MisbehavingHost):
@@ -177,10 +180,10 @@ class AnswerThenTrickleHost(MisbehavingHost):
     ``after_request``: wait for the client to speak first (HTTP, Redis), as a server would.
     The host reads and drops all the client sends, so an upload never blocks on it."""
 
-    def __init__(self, first_line: bytes, *, after_request: bool):
+    def __init__(self, first_line: bytes, *, after_request: bool, trickle_s: float = 1.0):
         self.first_line = first_line
         self.after_request = after_request
-        super().__init__()
+        super().__init__(trickle_s)
 
     def serve(self, conn: socket.socket) -> None:
         spoke = threading.Event()
@@ -192,7 +195,7 @@ class AnswerThenTrickleHost(MisbehavingHost):
             conn.sendall(self.first_line)
         except OSError:
             return
-        _trickle(conn, b"x-omnium-trickle: ", self.stopped)
+        _trickle(conn, b"x-omnium-trickle: ", self.stopped, self.trickle_s)
 
 
 class ScriptedReplyHost(MisbehavingHost):
@@ -221,7 +224,7 @@ def _drop_what_arrives(conn: socket.socket, spoke: threading.Event) -> None:
         pass
 
 
-def _trickle(conn: socket.socket, pattern: bytes, stopped: threading.Event) -> None:
+def _trickle(conn: socket.socket, pattern: bytes, stopped: threading.Event, pause_s: float) -> None:
     sent = 0
     while not stopped.is_set():
         try:
@@ -229,7 +232,7 @@ def _trickle(conn: socket.socket, pattern: bytes, stopped: threading.Event) -> N
         except OSError:
             return
         sent += 1
-        stopped.wait(1.0)
+        stopped.wait(pause_s)
 
 
 def _read_http_request(conn: socket.socket) -> None:

@@ -10,6 +10,9 @@ from devtools.loopback import hosts, servers
 from tests.transports.kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
 
 KINDS = ["s3", "sftp", "ftp", "webhook", "redis"]
+# Trickling hosts send a byte this often: well below the 1 s connect and read timeouts the
+# deadline tests set, so that only the whole-send deadline can stop them.
+TRICKLE_S = 0.25
 
 
 def _serve(start, tmp_path_factory, name, **options):
@@ -64,7 +67,7 @@ def silent_host():
 
 @pytest.fixture
 def trickling_host():
-    host = hosts.TricklingHost()
+    host = hosts.TricklingHost(trickle_s=TRICKLE_S)
     yield host
     host.stop()
 
@@ -72,7 +75,7 @@ def trickling_host():
 @pytest.fixture
 def answering_trickler(kit):
     """A host that says the first line a server of ``kit``'s kind would, then trickles."""
-    host = hosts.AnswerThenTrickleHost(kit.first_line, after_request=kit.after_request)
+    host = hosts.AnswerThenTrickleHost(kit.first_line, after_request=kit.after_request, trickle_s=TRICKLE_S)
     yield host
     host.stop()
 

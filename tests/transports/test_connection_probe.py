@@ -9,7 +9,7 @@ import time
 from omnium.transports.failures import Reason
 from omnium.transports.probes import run_connection_test
 
-QUICK = {"connect_timeout": 2.0, "send_timeout": 3.0}
+QUICK = {"connect_timeout": 1.0, "send_timeout": 1.5}
 SLACK = 2.0
 
 

@@ -15,10 +15,10 @@ from omnium.transports import TransportError
 from .kits import feed_path, next_version
 
 # Small enough to keep the run short, large enough to be far above one read's timeout.
-SEND_TIMEOUT = 3.0
+SEND_TIMEOUT = 1.5
 SLACK = 2.0
-# connect_timeout above the trickle's 1 s interval, so only the deadline can stop a trickle.
-QUICK = {"connect_timeout": 2.0, "send_timeout": SEND_TIMEOUT}
+# connect_timeout above the trickle's pause (fixtures.TRICKLE_S), so only the deadline stops a trickle.
+QUICK = {"connect_timeout": 1.0, "send_timeout": SEND_TIMEOUT}
 
 
 def test_file_arrives_byte_identical(kit):

@@ -14,7 +14,7 @@ from omnium.transports.failures import Reason, reason_of_os_error, sentence
 
 from .kits import FTPKit, S3Kit, SFTPKit, feed_path
 
-QUICK = {"connect_timeout": 2.0, "send_timeout": 3.0}
+QUICK = {"connect_timeout": 1.0, "send_timeout": 1.5}
 SLACK = 2.0
 
 # What each kind can tell about a host that accepts and then says nothing. SSH and FTP
