@@ -28,11 +28,20 @@ class DestinationInline(admin.TabularInline):
 
 @admin.register(Client)
 class ClientAdmin(admin.ModelAdmin):
-    list_display = ["name", "active", "destination_count", "switched_off_reason", "switched_off_at", "switched_off_by"]
-    list_filter = ["active"]
+    list_display = ["name", "active", "transform", "include_version", "include_result_marks", "destination_count",
+                    "switched_off_reason", "switched_off_at", "switched_off_by"]
+    list_filter = ["active", "transform"]
     search_fields = ["name"]
     readonly_fields = ["switched_off_by", "switched_off_at"]
-    fields = ["name", "active", "switched_off_reason", "switched_off_by", "switched_off_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "active", "switched_off_reason", "switched_off_by", "switched_off_at"]}),
+        ("Shape of its files, pulled and pushed", {
+            "fields": ["transform", "include_version", "include_result_marks"],
+            "description": "Every entitlement and subscription uses this shape; a subscription may set "
+                           "its own transform or marks instead. A change is sent again at once: to "
+                           "destinations, and to pull clients under a new ETag.",
+        }),
+    ]
     inlines = [DestinationInline]
     actions = ["switch_on"]
 
@@ -62,6 +71,8 @@ class ClientAdmin(admin.ModelAdmin):
 
 
 class SubscriptionInline(admin.TabularInline):
+    """Shape fields left blank follow the client's shape."""
+
     model = Subscription
     extra = 1
     fields = ["definition", "filter", "file_name_template", "transform", "schedule_seconds",
@@ -144,8 +155,14 @@ class ApiKeyAdmin(ShowIssuedKeyOnce, admin.ModelAdmin):
 
 @admin.register(Entitlement)
 class EntitlementAdmin(admin.ModelAdmin):
-    list_display = ["client", "definition", "filter", "transform", "include_version", "include_result_marks",
-                    "active"]
-    list_filter = ["active", "transform", "definition__games", "definition__feed_type", "client"]
+    list_display = ["client", "definition", "filter", "client_shape", "active"]
+    list_filter = ["active", "client__transform", "definition__games", "definition__feed_type", "client"]
     search_fields = ["client__name", "definition__feed_type", "filter"]
     list_select_related = ["client", "definition__games"]
+
+    @admin.display(description="shape (the client's)", ordering="client__transform")
+    def client_shape(self, entitlement):
+        shape = entitlement.client.shape
+        marks = [m for m, on in (("version", shape.include_version), ("result marks", shape.include_result_marks)) if on]
+        return f"{shape.transform}" + (f" with {' and '.join(marks)}" if marks else "")
+

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from omnium.clients import credentials as credential_store
 from omnium.clients import file_names, transforms
+from omnium.clients.shapes import Shape
 from omnium.feeds.models import FeedDefinition
 from omnium.transports import registry as transport_registry
 
@@ -30,9 +31,15 @@ class SwitchOff(models.Model):
         abstract = True
 
 
+SHAPE_HELP = "How its files are shaped, pulled and pushed alike (a subscription may override it)."
+
+
 class Client(models.Model):
     name = models.CharField(max_length=100, unique=True)
     active = models.BooleanField(default=True, help_text="Switched-off clients get nothing, pushed or pulled.")
+    transform = models.CharField(max_length=20, choices=transforms.choices, default="json", help_text=SHAPE_HELP)
+    include_version = models.BooleanField(default=False, help_text="Put the version number in the file.")
+    include_result_marks = models.BooleanField(default=True, help_text="Keep provisional / official marks.")
     switched_off_reason = models.TextField(blank=True)
     switched_off_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                         on_delete=models.SET_NULL, related_name="+")
@@ -40,6 +47,10 @@ class Client(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.transform, self.include_version, self.include_result_marks)
 
     def switch_off(self, reason: str, by=None) -> None:
         if not reason or not reason.strip():
@@ -130,7 +141,8 @@ def _check_template(value: str) -> None:
 
 
 class Subscription(models.Model):
-    """Which files go to a destination, under which name, in which shape, how often."""
+    """Which files go to a destination, under which name, how often, and in the client's shape
+    unless a shape field is set here (blank: as the client)."""
 
     destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="subscriptions")
     definition = models.ForeignKey(FeedDefinition, on_delete=models.CASCADE, related_name="subscriptions")
@@ -138,18 +150,29 @@ class Subscription(models.Model):
                               help_text="For a per-country feed: one NOC code, or blank for every country.")
     file_name_template = models.CharField(max_length=200, default=file_names.DEFAULT_TEMPLATE,
                                           validators=[_check_template])
-    transform = models.CharField(max_length=20, choices=transforms.choices, default="json")
+    transform = models.CharField(max_length=20, choices=transforms.choices, blank=True, default="",
+                                 help_text="Blank: the client's transform.")
     schedule_seconds = models.PositiveIntegerField(
         default=0, validators=[MaxValueValidator(86_400)],
         help_text="Also resend on this timer even when unchanged (0 = only on change; at least 10).",
     )
-    include_version = models.BooleanField(default=False, help_text="Put the version number in the file.")
-    include_result_marks = models.BooleanField(default=True, help_text="Keep provisional / official marks.")
+    include_version = models.BooleanField(null=True, blank=True, default=None,
+                                          help_text="Put the version number in the file (blank: as the client).")
+    include_result_marks = models.BooleanField(null=True, blank=True, default=None,
+                                               help_text="Keep provisional / official marks (blank: as the client).")
     active = models.BooleanField(default=True)
 
     def __str__(self):
         suffix = f"/{self.filter}" if self.filter else ""
         return f"{self.definition}{suffix} → {self.destination.name}"
+
+    @property
+    def shape(self) -> Shape:
+        """The shape its files are sent in: the client's, but for the fields set here."""
+        client = self.destination.client
+        return Shape(self.transform or client.transform,
+                     client.include_version if self.include_version is None else self.include_version,
+                     client.include_result_marks if self.include_result_marks is None else self.include_result_marks)
 
     def clean(self):
         if self.schedule_seconds and self.schedule_seconds < 10:
@@ -209,22 +232,19 @@ class ApiKey(models.Model):
 
 
 class Entitlement(models.Model):
-    """A feed a client may pull, and in which shape.
+    """A feed a client may pull, in the client's shape.
 
     A blank filter entitles every file of the definition (every country of a per-country
     feed); otherwise only that one. A client entitled to a feed also gets its split files
-    (the calendar's per-day and per-fixture files). A shape other than plain JSON as built is
-    rendered at publish time into the client's own Redis key (its pull cache destination,
-    kept up by omnium.pullapi.pull_cache_upkeep on every save).
+    (the calendar's per-day and per-fixture files). A client shape other than plain JSON as
+    built is rendered at publish time into the client's own Redis keys (its pull cache
+    destination, kept up by omnium.pullapi.pull_cache_upkeep on every save).
     """
 
     client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="entitlements")
     definition = models.ForeignKey(FeedDefinition, on_delete=models.CASCADE, related_name="entitlements")
     filter = models.CharField(max_length=30, blank=True,
                               help_text="For a per-country feed: one NOC code, or blank for every country.")
-    transform = models.CharField(max_length=20, choices=transforms.choices, default="json")
-    include_version = models.BooleanField(default=False, help_text="Put the version number in the file.")
-    include_result_marks = models.BooleanField(default=True, help_text="Keep provisional / official marks.")
     active = models.BooleanField(default=True)
 
     class Meta:
@@ -236,10 +256,7 @@ class Entitlement(models.Model):
         suffix = f"/{self.filter}" if self.filter else ""
         return f"{self.client.name}: {self.definition}{suffix}"
 
-    @property
-    def has_own_shape(self) -> bool:
-        return self.transform != "json" or self.include_version or not self.include_result_marks
-
     def clean(self):
         if self.filter and self.definition_id and not self.definition.per_noc:
             raise ValidationError({"filter": f"{self.definition} has one file per Games; leave the filter blank."})
+

@@ -2,9 +2,10 @@
 
 A Redis destination's keys (its key prefix + the path it last sent) are deleted when their
 subscription is deleted or retired (made inactive), and so when its destination, client or
-Games is deleted (each deletes its subscriptions). A deleted destination's health keys go
-too. Otherwise the pull cache kept serving files nothing updates, and Redis grew with every
-destination ever made. Deletion happens after commit: a rolled-back delete keeps its keys.
+Games is deleted (each deletes its subscriptions), and when its key prefix changes (a pull
+client's new shape is a new prefix; the files are then sent again under the new one). A
+deleted destination's health keys go too. Otherwise the pull cache kept serving files nothing
+updates, and Redis grew with every destination ever made. Deletion happens after commit: a rolled-back delete keeps its keys.
 """
 
 import logging
@@ -59,6 +60,16 @@ def _subscription_retired(sender, instance, raw=False, **kwargs):
     if not raw and instance.pk and not instance.active and \
             Subscription.objects.filter(pk=instance.pk, active=True).exists():
         delete_after_commit(published_keys([instance.pk]))
+
+
+@receiver(pre_save, sender=Destination, dispatch_uid="delivery-keys-under-a-former-prefix")
+def _prefix_changed(sender, instance, raw=False, **kwargs):
+    if raw or not instance.pk or instance.kind != "redis":
+        return
+    before = Destination.objects.filter(pk=instance.pk, kind="redis").values_list("config", flat=True).first()
+    if before is not None and (before or {}).get("key_prefix") != (instance.config or {}).get("key_prefix"):
+        # Read before the save: the keys are named by the prefix they were written under.
+        delete_after_commit(published_keys(instance.subscriptions.all()))
 
 
 @receiver(pre_delete, sender=Destination, dispatch_uid="delivery-health-keys-of-deleted-destination")

@@ -22,7 +22,7 @@ from omnium import claim_renewal
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
-from omnium.clients.transforms.base import Marks
+from omnium.clients.shapes import Shape
 from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt, DeliveryState, DeliverySwitch
@@ -55,27 +55,29 @@ class OwedFile:
     state_id: int
     subscription_id: int
     doc_key: str
-    transform: str
+    shape: Shape
     file_name_template: str
-    include_version: bool
-    include_result_marks: bool
     games_code: str
     version: rendering.CurrentVersion | None  # None: the file no longer exists
     gate: backoff.Gate | None  # the destination must not send now
     failures_before: int
 
 
+# The shape is the client's, but for the fields the subscription sets itself.
 # A back-off holds back only the versions that already failed: a file owed a version newer
 # than the one that failed is tried at once (ARCHITECTURE rule 7), so it comes first while the
 # destination waits. Dead letters are a record of what failed, never a block: they stay owed.
 NEXT_OWED = """
-SELECT ds.id, ds.subscription_id, ds.doc_key, s.transform, s.file_name_template, s.include_version,
-       s.include_result_marks, g.code, d.seq, d.content_hash, d.changed_at, d.feed_type, d.filter,
+SELECT ds.id, ds.subscription_id, ds.doc_key, COALESCE(NULLIF(s.transform, ''), c.transform), s.file_name_template,
+       COALESCE(s.include_version, c.include_version), COALESCE(s.include_result_marks, c.include_result_marks),
+       g.code, d.seq, d.content_hash, d.changed_at, d.feed_type, d.filter,
        d.built_at, COALESCE(ss.paused, false),
        COALESCE(ss.retry_at > clock_timestamp(), false) AND NOT """ + NEWER_THAN_FAILED + """ AS waiting,
        COALESCE(ss.consecutive_failures, 0)
 FROM delivery_state ds
 JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+JOIN clients_destination dst ON dst.id = ds.destination_id
+JOIN clients_client c ON c.id = dst.client_id
 JOIN feeds_feeddefinition fd ON fd.id = s.definition_id
 JOIN games_games g ON g.id = fd.games_id
 LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
@@ -96,7 +98,7 @@ def next_owed(destination_id: int) -> OwedFile | None:
     version = None if seq is None else rendering.CurrentVersion(
         doc_key, seq, bytes(content_hash), changed_at, feed_type, filter, built_at)
     gate = backoff.Gate.PAUSED if paused else backoff.Gate.WAITING if waiting else None
-    return OwedFile(state_id, subscription_id, doc_key, transform, template, with_version, with_marks,
+    return OwedFile(state_id, subscription_id, doc_key, Shape(transform, with_version, with_marks), template,
                     games_code, version, gate, failures)
 
 
@@ -217,7 +219,7 @@ def send_one(destination: Destination, owed: OwedFile, still_ours=None) -> bool:
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
         return True
     try:
-        rendered = rendering.render(version, owed.transform, _marks(owed))
+        rendered = rendering.render(version, owed.shape.transform, owed.shape.marks(version.seq))
     except rendering.VersionMoved:
         return True  # a newer version arrived this instant; the next turn sends it
     path = file_names.render(owed.file_name_template, owed.games_code, version.feed_type, version.filter,
@@ -227,7 +229,8 @@ def send_one(destination: Destination, owed: OwedFile, still_ours=None) -> bool:
     try:
         transport = transport_for(destination)
         receipt = transport.send(rendered.body, path, content_type=rendered.content_type,
-                                 version=version.seq, etag=version.content_hash.hex(), still_ours=still_ours)
+                                 version=version.seq, etag=owed.shape.etag(version.content_hash.hex()),
+                                 still_ours=still_ours)
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt, exc, started)
         return False
@@ -257,11 +260,6 @@ def _open_attempt(destination: Destination, owed: OwedFile, seq: int) -> Deliver
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
         return DeliveryAttempt.objects.create(destination=destination, subscription_id=owed.subscription_id,
                                               doc_key=owed.doc_key, seq=seq)
-
-
-def _marks(owed: OwedFile) -> Marks:
-    return Marks(version=owed.version.seq if owed.include_version else None,
-                 result_status=owed.include_result_marks)
 
 
 # The proof, and the destination's success, in one statement; it also reads whether a pause

@@ -1,8 +1,9 @@
 """A settings change reaches the client at once, not at the file's next content change.
 
 Changing how a subscription shapes or names its files (transform, file name template, marks,
-filter), or where and how its destination sends (config, credentials), makes every file of
-that subscription or destination owed again: `force_resend` on its rows, then a kick. The
+filter), where and how its destination sends (config, credentials), or a client's shape (for
+the subscriptions that follow it), makes every file of that subscription, destination or
+client owed again: `force_resend` on its rows, then a kick. The
 flag coalesces (ten edits in a row are one resend), the sender sends the file's current
 version through the normal queue, and the proof records it.
 
@@ -12,25 +13,37 @@ not in five minutes.
 """
 
 from django.db import transaction
+from django.db.models import Q
 from django.db.models.signals import post_save, pre_save
+from django.dispatch import receiver
 
-from omnium.clients.models import Destination, Subscription
+from omnium.clients.models import Client, Destination, Subscription
 from omnium.delivery import health
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryState, SenderState
 
 SUBSCRIPTION_SHAPE = ("transform", "file_name_template", "include_version", "include_result_marks", "filter")
 DESTINATION_SENDING = ("kind", "config", "credentials_encrypted")
+CLIENT_SHAPE = ("transform", "include_version", "include_result_marks")
+# A subscription follows a client's shape field where its own is blank.
+FOLLOWS_CLIENT = {"transform": Q(subscription__transform=""),
+                  "include_version": Q(subscription__include_version__isnull=True),
+                  "include_result_marks": Q(subscription__include_result_marks__isnull=True)}
 
 
 def _changed(instance, fields) -> bool:
     """Whether a save of an existing row changes any of `fields`."""
+    return bool(_changed_fields(instance, fields))
+
+
+def _changed_fields(instance, fields) -> list[str]:
+    """Which of `fields` a save of an existing row changes."""
     if instance.pk is None:
-        return False
+        return []
     before = type(instance).objects.filter(pk=instance.pk).values(*fields).first()
     if before is None:
-        return False
-    return any(_comparable(before[f]) != _comparable(getattr(instance, f)) for f in fields)
+        return []
+    return [f for f in fields if _comparable(before[f]) != _comparable(getattr(instance, f))]
 
 
 def _comparable(value):
@@ -48,6 +61,15 @@ def resend_destination(destination_id: int) -> int:
     SenderState.objects.filter(pk=destination_id).update(retry_at=None)
     states = DeliveryState.objects.filter(destination_id=destination_id, subscription__active=True)
     return _resend(states, "destination_changed", destination_id)
+
+
+def resend_client_shape(client_id: int, changed_fields) -> int:
+    """Owe again every file of the client's subscriptions that follow a changed shape field."""
+    follows = Q()
+    for field in changed_fields:
+        follows |= FOLLOWS_CLIENT[field]
+    states = DeliveryState.objects.filter(follows, destination__client_id=client_id, subscription__active=True)
+    return _resend(states, "client_shape_changed")
 
 
 def _resend(states, event: str, destination_id: int | None = None) -> int:
@@ -76,3 +98,15 @@ def _resend_when_changed(model, fields, resend) -> None:
 
 _resend_when_changed(Subscription, SUBSCRIPTION_SHAPE, resend_subscription)
 _resend_when_changed(Destination, DESTINATION_SENDING, resend_destination)
+
+
+@receiver(pre_save, sender=Client, dispatch_uid="delivery-client-shape-changed")
+def _note_client_shape_change(sender, instance, raw=False, **kwargs):
+    instance._shape_changed = [] if raw else _changed_fields(instance, CLIENT_SHAPE)
+
+
+@receiver(post_save, sender=Client, dispatch_uid="delivery-resend-client-shape")
+def _resend_client_shape(sender, instance, created, **kwargs):
+    changed = getattr(instance, "_shape_changed", [])
+    if changed:
+        transaction.on_commit(lambda: resend_client_shape(instance.pk, changed))

@@ -1,17 +1,17 @@
 """Where a requested file lives: its Redis key, and how to read it from PostgreSQL instead.
 
 The Redis destinations that `ensure_pull_cache` sets up write these same keys:
-  feed:{doc_key}              a feed file as built, shared by every client
-  feed:{client id}:{doc_key}  a feed file in one client's own shape (rendered at publish time)
-  pub:{feed type}/{filter}    a public document named without its Games (fixture, career)
+  feed:{doc_key}                    a feed file as built, shared by every client
+  feed:{client id}:{tag}:{doc_key}  a feed file in one client's own shape (rendered at publish
+                                    time); the shape's tag makes a new shape a new key
+  pub:{feed type}/{filter}          a public document named without its Games (fixture, career)
 """
 
 from dataclasses import dataclass
 
+from omnium.clients.shapes import AS_BUILT, Shape
 from omnium.clients.transforms import TRANSFORMS
-from omnium.clients.transforms.base import Marks
 from omnium.pullapi import database_reads
-from omnium.pullapi.catalogue import AS_BUILT, Shape
 from omnium.pullapi.database_reads import StoredFile
 
 SHARED_PREFIX = "feed:"
@@ -20,8 +20,8 @@ PUBLIC_TEMPLATE = "{feed_type}/{filter}"
 DOC_KEY_TEMPLATE = "{doc_key}"
 
 
-def own_prefix(client_id: int) -> str:
-    return f"{SHARED_PREFIX}{client_id}:"
+def own_prefix(client_id: int, shape: Shape) -> str:
+    return f"{SHARED_PREFIX}{client_id}:{shape.tag}:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class FeedFileAddress:
 
     @property
     def redis_key(self) -> str:
-        prefix = own_prefix(self.client_id) if self.shape.own else SHARED_PREFIX
+        prefix = own_prefix(self.client_id, self.shape) if self.shape.own else SHARED_PREFIX
         return prefix + self.doc_key
 
     @property
@@ -43,11 +43,9 @@ class FeedFileAddress:
         stored = database_reads.current_document(self.doc_key)
         if stored is None or not self.shape.own:
             return stored
-        # The same rendering the client's Redis destination does at publish time.
-        marks = Marks(version=stored.version if self.shape.include_version else None,
-                      result_status=self.shape.include_result_marks)
-        rendered = TRANSFORMS[self.shape.transform].render(stored.body, marks)
-        return StoredFile(stored.version, stored.etag, rendered.body)
+        # The same rendering and ETag the client's Redis destination writes at publish time.
+        rendered = TRANSFORMS[self.shape.transform].render(stored.body, self.shape.marks(stored.version))
+        return StoredFile(stored.version, self.shape.etag(stored.etag), rendered.body)
 
 
 @dataclass(frozen=True, slots=True)

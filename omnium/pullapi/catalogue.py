@@ -9,45 +9,11 @@ catalogue or the new one, never half of each. Reloads follow change notices
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import cache
 
 from omnium.clients.models import ApiKey, Entitlement
-from omnium.clients.transforms import TRANSFORMS
-from omnium.clients.transforms.base import Marks
+from omnium.clients.shapes import Shape
 from omnium.feeds.models import FeedDefinition
 from omnium.feeds.resolvers import PARENT_OF
-
-
-@cache
-def content_type_of(transform: str) -> str:
-    """The media type a transform produces (found by rendering a minimal file once)."""
-    sample = (b'{"built_at":null,"changed_at":null,"data":{},'
-              b'"feed":{"filter":null,"games":"x","name":"x","type":"x"}}')
-    return TRANSFORMS[transform].render(sample, Marks()).content_type
-
-
-@dataclass(frozen=True)
-class Shape:
-    """How a client gets a file: as built (the shared Redis key) or rendered for it alone."""
-
-    transform: str = "json"
-    include_version: bool = False
-    include_result_marks: bool = True
-
-    @property
-    def own(self) -> bool:
-        return self != AS_BUILT
-
-    @property
-    def content_type(self) -> str:
-        return content_type_of(self.transform)
-
-    @property
-    def marks(self) -> Marks:
-        return Marks(version=None, result_status=self.include_result_marks)
-
-
-AS_BUILT = Shape()
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,8 +71,8 @@ def load() -> Snapshot:
     }
     entitlements: dict[int, dict] = {}
     for row in Entitlement.objects.filter(active=True, client__active=True, definition__enabled=True).values_list(
-            "client_id", "definition__games__code", "definition__feed_type", "filter", "transform",
-            "include_version", "include_result_marks"):
+            "client_id", "definition__games__code", "definition__feed_type", "filter", "client__transform",
+            "client__include_version", "client__include_result_marks"):
         client_id, games, feed_type, filter, *shape = row
         entitlements.setdefault(client_id, {}).setdefault((games, feed_type), {})[filter] = Shape(*shape)
     clients: dict[int, PullClient] = {}

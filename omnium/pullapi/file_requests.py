@@ -15,12 +15,13 @@ import re
 import uuid
 from datetime import date
 
+from omnium.clients.shapes import AS_BUILT
 from omnium.feeds import record_ids
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES
 from omnium.pullapi import record_games
 from omnium.pullapi.addresses import FeedFileAddress, PublicDocumentAddress
-from omnium.pullapi.catalogue import AS_BUILT, PullClient, holder
+from omnium.pullapi.catalogue import PullClient, holder
 from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,39}")

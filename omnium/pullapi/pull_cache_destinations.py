@@ -4,7 +4,8 @@ file the pull API reads (issue 5): nothing is rendered or gzipped per request.
 For one Games:
   system client "pull cache" → destination "shared files"     (key prefix feed:, every definition)
                              → destination "public documents"  (key prefix pub:, fixtures and careers)
-  each client with an own shape → its destination "pull cache (own shape)" (key prefix feed:{id}:)
+  each client with an own shape → its destination "pull cache (own shape)" (key prefix
+                                  feed:{id}:{shape tag}:, its subscriptions in the client's shape)
 and the split and public files of `feeds.resolvers` are added as definitions and built once.
 """
 
@@ -13,6 +14,7 @@ from datetime import timedelta
 from django.db import transaction
 
 from omnium.clients.models import Client, Destination, Entitlement, Subscription
+from omnium.clients.shapes import AS_BUILT
 from omnium.conf import omnium_setting
 from omnium.feeds import record_ids
 from omnium.feeds.builder import build_file
@@ -46,10 +48,16 @@ def _redis_destination(client: Client, name: str, key_prefix: str) -> Destinatio
     return destination
 
 
+# The shared files are as built whatever shape the system client is given by hand; an own-shape
+# destination's subscriptions follow their client's shape (blank fields: as the client).
+AS_BUILT_FIELDS = {"transform": AS_BUILT.transform, "include_version": AS_BUILT.include_version,
+                   "include_result_marks": AS_BUILT.include_result_marks}
+CLIENTS_SHAPE_FIELDS = {"transform": "", "include_version": None, "include_result_marks": None}
+
+
 def _subscribe(destination: Destination, definition: FeedDefinition, template: str, filter: str = "",
-               **shape) -> Subscription:
-    wanted = {"file_name_template": template, "transform": "json", "include_version": False,
-              "include_result_marks": True, "active": True, **shape}
+               shape_fields=AS_BUILT_FIELDS) -> Subscription:
+    wanted = {"file_name_template": template, "active": True, **shape_fields}
     subscription = Subscription.objects.filter(destination=destination, definition=definition, filter=filter).first()
     if subscription is None:
         return Subscription.objects.create(destination=destination, definition=definition, filter=filter, **wanted)
@@ -61,19 +69,17 @@ def _subscribe(destination: Destination, definition: FeedDefinition, template: s
 
 
 def _own_shapes(games: Games, definitions: dict) -> dict:
-    """client -> [(definition, filter, shape fields)] for every entitlement with its own shape."""
+    """client -> [(definition, filter)] for every entitlement of a client with its own shape."""
     wanted: dict = {}
     for entitlement in Entitlement.objects.filter(definition__games=games, active=True).select_related("client",
                                                                                                        "definition"):
-        if not entitlement.has_own_shape:
+        if not entitlement.client.shape.own:
             continue
-        shape = {"transform": entitlement.transform, "include_version": entitlement.include_version,
-                 "include_result_marks": entitlement.include_result_marks}
         feed_types = (entitlement.definition.feed_type, *SPLITS.get(entitlement.definition.feed_type, ()))
         for feed_type in feed_types:
             if feed_type in definitions:
                 filter = entitlement.filter if feed_type == entitlement.definition.feed_type else ""
-                wanted.setdefault(entitlement.client, []).append((definitions[feed_type], filter, shape))
+                wanted.setdefault(entitlement.client, []).append((definitions[feed_type], filter))
     return wanted
 
 
@@ -87,9 +93,11 @@ def ensure_destinations(games: Games) -> dict:
     kept += [_subscribe(public, definitions[t], PUBLIC_TEMPLATE).pk for t in PUBLIC_FEED_TYPES]
     own = []
     for client, subscriptions in _own_shapes(games, definitions).items():
-        destination = _redis_destination(client, OWN_SHAPE_DESTINATION, own_prefix(client.pk))
+        # A new shape is a new key prefix: the destination's config change resends every file
+        # there, and the keys under the old prefix are deleted (delivery.key_cleanup).
+        destination = _redis_destination(client, OWN_SHAPE_DESTINATION, own_prefix(client.pk, client.shape))
         own.append(destination.pk)
-        kept += [_subscribe(destination, d, DOC_KEY_TEMPLATE, f, **s).pk for d, f, s in subscriptions]
+        kept += [_subscribe(destination, d, DOC_KEY_TEMPLATE, f, CLIENTS_SHAPE_FIELDS).pk for d, f in subscriptions]
     # Subscriptions of this Games that no longer match an entitlement stop being published.
     stale = Subscription.objects.filter(destination__name__in=[SHARED_DESTINATION, PUBLIC_DESTINATION,
                                                                OWN_SHAPE_DESTINATION],

@@ -5,6 +5,8 @@ own-shape entitlement added in the admin): the read path copied it from PostgreS
 nothing updated that copy. So the destinations follow the records they derive from:
   - a Games created: its destinations, then its split and public files built (a bulk task);
   - an entitlement saved or deleted: that Games' destinations (its own-shape subscriptions);
+  - a client saved (its shape may have changed): the destinations of every Games it is
+    entitled in (a new shape is a new key prefix, so its files are published again);
   - the repair task (beat, every PULL_CACHE_REPAIR_S): every Games, for a hook that was missed
     (a crash between commit and hook, rows written in SQL).
 Hooks run after commit: the destinations must see the committed records.
@@ -16,7 +18,7 @@ from celery import current_app
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-from omnium.clients.models import Entitlement
+from omnium.clients.models import Client, Entitlement
 from omnium.conf import omnium_setting
 from omnium.games.models import Games
 from omnium.pullapi.pull_cache_destinations import build_missing, ensure_destinations
@@ -51,6 +53,13 @@ def _entitlement_changed(sender, instance, raw=False, **kwargs):
         _ensure_after_commit(instance.definition.games_id)
 
 
+def _client_changed(sender, instance, raw=False, **kwargs):
+    if not raw and omnium_setting("PULL_CACHE_AUTOMATIC"):
+        games_ids = Entitlement.objects.filter(client=instance).values_list("definition__games_id", flat=True)
+        for games_id in sorted(set(games_ids)):
+            _ensure_after_commit(games_id)
+
+
 def _send_quietly(task_name: str, *args) -> None:
     try:
         current_app.send_task(task_name, args=args)
@@ -62,3 +71,4 @@ def connect() -> None:
     post_save.connect(_games_created, sender=Games, dispatch_uid="pullapi-games-created")
     post_save.connect(_entitlement_changed, sender=Entitlement, dispatch_uid="pullapi-entitlement-saved")
     post_delete.connect(_entitlement_changed, sender=Entitlement, dispatch_uid="pullapi-entitlement-deleted")
+    post_save.connect(_client_changed, sender=Client, dispatch_uid="pullapi-client-saved")

@@ -56,3 +56,19 @@ def test_a_fixed_destination_config_is_tried_at_once_despite_its_back_off(small_
     assert sender.drain(destination.pk) == sender.Outcome.DRAINED
     assert receiver.deliveries[-1].path == "/feeds"
     assert DeliveryState.objects.get(destination=destination).sent_seq == calendar(small_games).seq
+
+
+def test_a_new_client_shape_resends_only_the_subscriptions_that_follow_it(small_games, subscribe, receiver):
+    following = subscribe(small_games, webhook_settings(receiver.url), client="bravo")
+    own_transform = subscribe(small_games, webhook_settings(receiver.url), client="bravo", transform="json")
+    for destination in (following, own_transform):
+        assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+
+    client = following.client
+    client.transform = "xml"
+    client.save()
+
+    assert DeliveryState.objects.get(destination=following).force_resend
+    assert not DeliveryState.objects.get(destination=own_transform).owed, "its own transform is unchanged"
+    assert sender.drain(following.pk) == sender.Outcome.DRAINED
+    assert receiver.deliveries[-1].body.lstrip().startswith(b"<")

@@ -50,14 +50,13 @@ def fill_pull_cache() -> None:
 
 @pytest.fixture
 def entitle():
-    """entitle(client name, games, feed_type, **shape) -> (client, plain key)."""
+    """entitle(client name, games, feed_type, **client's shape) -> (client, plain key)."""
 
     def make(name, games, *feed_types, filter="", key_fields=None, **shape):
-        client, _ = Client.objects.get_or_create(name=name)
+        client, _ = Client.objects.update_or_create(name=name, defaults=shape)
         for feed_type in feed_types:
             definition = FeedDefinition.objects.get(games=games, feed_type=feed_type)
-            Entitlement.objects.update_or_create(client=client, definition=definition, filter=filter,
-                                                 defaults=shape)
+            Entitlement.objects.get_or_create(client=client, definition=definition, filter=filter)
         _, plain = ApiKey.issue(client, f"{name} key", **(key_fields or {}))
         holder.reload()
         return client, plain

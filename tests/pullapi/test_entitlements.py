@@ -58,7 +58,7 @@ def test_own_shape_is_published_to_the_clients_own_redis_key(games, entitle, htt
     client, key = entitle("bravo", games, "medals", transform="legacy", include_version=True)
     pull_cache_destinations.ensure_destinations(games)
     fill_pull_cache()
-    stored = clean_redis.hgetall(f"feed:{client.pk}:{games.code}/medals")
+    stored = clean_redis.hgetall(f"feed:{client.pk}:{client.shape.tag}:{games.code}/medals")
     published = orjson.loads(gzip.decompress(stored[b"gz"]))
     assert published["FeedType"] == "medals" and published["Version"] == int(stored[b"v"])
     served = http.get(f"/v1/feeds/{games.code}/medals", HTTP_ACCEPT_ENCODING="gzip", **bearer(key))
@@ -74,3 +74,4 @@ def test_calendar_entitlement_grants_its_days_and_fixtures(games, entitle, http)
     one = http.get(f"/v1/feeds/{games.code}/calendar/fixtures/{fixture.pk}", **bearer(key))
     assert one.status_code == 200 and orjson.loads(one.content)["data"]["fixture"]["id"] == str(fixture.pk)
     assert record_ids.expand(record_ids.compact(fixture.pk)) == fixture.pk
+

@@ -43,9 +43,8 @@ def test_a_games_loaded_mid_event_and_an_xml_entitlement_serve_every_new_version
     second = Generator("small", seed=11).run()  # loaded while the workers run: no manual step follows
     first_seq = wait_until(lambda: calendar_seq(second.code), 30, message="the new Games' files built")
 
-    client = Client.objects.create(name="broadcaster")
-    entitlement = Entitlement(client=client, definition=FeedDefinition.objects.get(games=second, feed_type="calendar"),
-                              transform="xml")
+    client = Client.objects.create(name="broadcaster", transform="xml")
+    entitlement = Entitlement(client=client, definition=FeedDefinition.objects.get(games=second, feed_type="calendar"))
     entitlement.full_clean()
     entitlement.save()  # as the admin does
     _, key = ApiKey.issue(client, "production")
@@ -66,10 +65,11 @@ def test_a_games_loaded_mid_event_and_an_xml_entitlement_serve_every_new_version
 
     newer = wait_until(pulled_again, 15, message="the pull client gets the new version, not a 304")
     assert newer["ETag"] != first["ETag"] and newer.content.lstrip().startswith(b"<")
-    stored_version = int(pull_redis().hget(f"feed:{client.pk}:{second.code}/calendar", "v"))
-    assert stored_version == new_seq and pull_redis().ttl(f"feed:{client.pk}:{second.code}/calendar") == -1, \
+    own_key = f"feed:{client.pk}:{client.shape.tag}:{second.code}/calendar"
+    stored_version = int(pull_redis().hget(own_key, "v"))
+    assert stored_version == new_seq and pull_redis().ttl(own_key) == -1, \
         "kept current by the own-shape destination, for good"
-    assert own_shape.subscriptions.filter(active=True, transform="xml").exists()
+    assert own_shape.subscriptions.get(active=True, definition__feed_type="calendar").shape.transform == "xml"
 
 
 def test_a_copy_the_read_path_puts_in_redis_expires_unless_a_destination_takes_it_over(small_games, clean_redis):
@@ -86,12 +86,12 @@ def test_a_copy_the_read_path_puts_in_redis_expires_unless_a_destination_takes_i
 
 def test_an_own_shape_entitlement_saved_in_the_admin_gets_its_destination_at_once(small_games, settings):
     settings.OMNIUM = {**settings.OMNIUM, "PULL_CACHE_AUTOMATIC": True}
-    client = Client.objects.create(name="xml-client")
-    Entitlement.objects.create(client=client, transform="legacy",
-                               definition=FeedDefinition.objects.get(games=small_games, feed_type="medals"))
+    client = Client.objects.create(name="xml-client", transform="legacy")
+    Entitlement.objects.create(client=client, definition=FeedDefinition.objects.get(games=small_games,
+                                                                                    feed_type="medals"))
 
     destination = Destination.objects.get(client=client, name=pull_cache_destinations.OWN_SHAPE_DESTINATION)
-    assert destination.subscriptions.get(definition__feed_type="medals").transform == "legacy"
+    assert destination.subscriptions.get(definition__feed_type="medals").shape.transform == "legacy"
     assert Destination.objects.filter(name=pull_cache_destinations.SHARED_DESTINATION).exists()
 
 
