@@ -4,10 +4,10 @@ from django.db.models import Count
 from django.urls import path
 from django.utils import timezone
 
-from omnium.clients import host_keys
+from omnium.clients import host_keys, packages
 from omnium.clients.forms import DestinationForm, DestinationSummaryForm, fieldsets
 from omnium.clients.key_issuing import ShowIssuedKeyOnce
-from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Subscription
+from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Package, Subscription
 from omnium.feeds.models import FeedDefinition
 
 
@@ -166,3 +166,54 @@ class EntitlementAdmin(admin.ModelAdmin):
         marks = [m for m, on in (("version", shape.include_version), ("result marks", shape.include_result_marks)) if on]
         return f"{shape.transform}" + (f" with {' and '.join(marks)}" if marks else "")
 
+
+# --- Packages -------------------------------------------------------------------------------
+
+
+class PackageForm(forms.ModelForm):
+    """The package, and whom to apply it to now (once: later changes to it are not applied)."""
+
+    subscribe_destinations = forms.ModelMultipleChoiceField(
+        Destination.objects.select_related("client").order_by("client__name", "name"), required=False,
+        label="Subscribe these destinations now",
+        help_text="Push: each gets every file of the package. Applied once, when you save.")
+    entitle_clients = forms.ModelMultipleChoiceField(
+        Client.objects.order_by("name"), required=False, label="Entitle these clients now",
+        help_text="Pull: each may pull every file of the package, in its own shape. Applied once, when you save.")
+
+    class Meta:
+        model = Package
+        fields = ["name", "description", "definitions"]
+
+
+@admin.register(Package)
+class PackageAdmin(admin.ModelAdmin):
+    """Applying is idempotent and a copy: a later change to the package reaches nobody until it
+    is applied again (see omnium.clients.packages for why)."""
+
+    form = PackageForm
+    list_display = ["name", "feed_count", "description"]
+    search_fields = ["name", "definitions__feed_type"]
+    filter_horizontal = ["definitions"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(feed_total=Count("definitions"))
+
+    @admin.display(description="feeds", ordering="feed_total")
+    def feed_count(self, package):
+        return package.feed_total
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "definitions":  # its label names the Games: one query, not one per option
+            kwargs["queryset"] = FeedDefinition.objects.select_related("games").order_by("games__code", "feed_type")
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)  # the package's feeds first
+        package = form.instance
+        for destination in form.cleaned_data["subscribe_destinations"]:
+            applied = packages.subscribe(package, destination)
+            self.message_user(request, f"{package} → {destination}: subscriptions {applied}.", messages.SUCCESS)
+        for client in form.cleaned_data["entitle_clients"]:
+            applied = packages.entitle(package, client)
+            self.message_user(request, f"{package} → {client} (pull): entitlements {applied}.", messages.SUCCESS)

@@ -260,3 +260,18 @@ class Entitlement(models.Model):
         if self.filter and self.definition_id and not self.definition.per_noc:
             raise ValidationError({"filter": f"{self.definition} has one file per Games; leave the filter blank."})
 
+
+class Package(models.Model):
+    """A named bundle of feed files sold together, e.g. "Medals + Results".
+
+    Applied to a destination (push) or to a client's entitlements (pull) by
+    omnium.clients.packages, which creates the rows once: a later change to the package
+    reaches nobody until it is applied again.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    definitions = models.ManyToManyField(FeedDefinition, related_name="packages", verbose_name="feeds")
+
+    def __str__(self):
+        return self.name

@@ -2,9 +2,13 @@ import gzip
 
 import orjson
 
+from omnium.clients import packages
+from omnium.clients.models import ApiKey, Client, Entitlement, Package
 from omnium.feeds import record_ids
 from omnium.games.models import Fixture
 from omnium.pullapi import pull_cache_destinations
+from omnium.pullapi.catalogue import holder
+from tests.clients.test_packages import make_package
 from tests.pullapi.conftest import bearer, fill_pull_cache
 
 
@@ -75,3 +79,19 @@ def test_calendar_entitlement_grants_its_days_and_fixtures(games, entitle, http)
     assert one.status_code == 200 and orjson.loads(one.content)["data"]["fixture"]["id"] == str(fixture.pk)
     assert record_ids.expand(record_ids.compact(fixture.pk)) == fixture.pk
 
+
+def test_applying_a_package_entitles_a_client_to_pull_its_files(games, http):
+    client = Client.objects.create(name="bravo")
+    _, key = ApiKey.issue(client, "production")
+    holder.reload()
+    url = f"/v1/feeds/{games.code}/medals"
+    assert http.get(url, **bearer(key)).status_code == 403
+
+    applied = packages.entitle(make_package(games, "medals", "results"), client)
+    packages.entitle(Package.objects.get(), client)
+    holder.reload()
+
+    assert applied.created == 2 and Entitlement.objects.filter(client=client).count() == 2
+    assert http.get(url, **bearer(key)).status_code == 200
+    assert http.get(f"/v1/feeds/{games.code}/results", **bearer(key)).status_code == 200
+    assert http.get(f"/v1/feeds/{games.code}/calendar", **bearer(key)).status_code == 403
