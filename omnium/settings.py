@@ -132,6 +132,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so that every pull API answer is counted, refusals and throttles included.
+    "omnium.metrics.pull_requests.PullRequestCounter",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -337,6 +339,15 @@ OMNIUM.update({
     # creation, on entitlement changes, and this often by the repair task).
     "PULL_CACHE_AUTOMATIC": _bool("OMNIUM_PULL_CACHE_AUTOMATIC", True),
     "PULL_CACHE_REPAIR_S": _positive_float("OMNIUM_PULL_CACHE_REPAIR_S", 60.0),
+})
+
+# --- Metrics (/metrics, omnium/metrics/) -------------------------------------------------------
+OMNIUM.update({
+    # Every Omnium process group on this host keeps its counts in a directory under this one
+    # (omnium/metrics/process_files.py); /metrics on this host merges them all.
+    "METRICS_DIR": env.str("OMNIUM_METRICS_DIR", default=str(BASE_DIR / "var" / "metrics")),
+    # A scraper sends it as `Authorization: Bearer …`; empty: only staff sessions may read /metrics.
+    "METRICS_TOKEN": _secret("OMNIUM_METRICS_TOKEN", ""),
 })
 
 # Named here, not left to DRF's defaults, which include Basic auth (a staff password on every

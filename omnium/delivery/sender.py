@@ -27,6 +27,7 @@ from omnium.delivery import backoff, deletion, health, lease, rendering
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
+from omnium.metrics.families import count_send, count_send_failure
 from omnium.redis_client import redis_client
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
@@ -239,6 +240,7 @@ def send_one(destination: Destination, owed: OwedFile, still_ours=None) -> bool:
     with transaction.atomic():
         age_ms, paused = _record_proof(destination, owed, version, rendered, receipt, path)
         _finish_attempt(attempt, started, ok=True, bytes=len(rendered.body), receipt=receipt.text, age_ms=age_ms)
+    count_send(destination.kind, destination.client.name, age_ms)
     # On every success, not only after failures: a healthy destination must not look unknown.
     health.publish_status(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING, last_success=time.time())
     if owed.failures_before:
@@ -311,6 +313,7 @@ def _record_failure(destination, owed: OwedFile, attempt, exc: Exception, starte
     log.warning("send of %s to destination %s failed (%s): %s", owed.doc_key, destination.pk,
                 "permanent" if permanent else "transient", message)
     _finish_attempt(attempt, started, ok=False, error_class=type(exc).__name__, error=message, permanent=permanent)
+    count_send_failure(destination.kind, exc)
     now = timezone.now()
     marks = {"dead_lettered_at": now} if permanent and not cut_by_pause else {}
     DeliveryState.objects.filter(pk=owed.state_id).update(

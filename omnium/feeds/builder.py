@@ -23,6 +23,7 @@ from omnium.feeds.models import FeedDefinition
 from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES, RESOLVERS
 from omnium.feeds.resolvers.base import Resolved
 from omnium.feeds.signals import file_version_committed, file_version_saved
+from omnium.metrics.families import build_duration
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,9 @@ def build_file(doc_key: str) -> BuildResult:
             raise
         log.info("build of %s superseded by a concurrent build", doc_key)
         outcome, seq, size = SUPERSEDED, None, 0
-    return BuildResult(doc_key, outcome, seq, size, time.perf_counter() - started)
+    duration_s = time.perf_counter() - started
+    build_duration().labels(key.feed_type, outcome).observe(duration_s)
+    return BuildResult(doc_key, outcome, seq, size, duration_s)
 
 
 def _use_one_snapshot() -> None:
