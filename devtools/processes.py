@@ -104,9 +104,10 @@ def free_ports(count: int) -> list[int]:
 
 
 def start_worker(queues: list[str], name: str, concurrency: int = 2, env=None, log_dir=None,
-                 pool: str = "prefork") -> ManagedProcess:
+                 pool: str = "prefork", launcher: tuple[str, ...] = ()) -> ManagedProcess:
+    """`launcher`: a command that runs the worker, e.g. `ip netns exec <namespace>`."""
     process = ManagedProcess(
-        [*CELERY, "worker", "-Q", ",".join(queues), "-c", str(concurrency), "-n", f"{name}@%h",
+        [*launcher, *CELERY, "worker", "-Q", ",".join(queues), "-c", str(concurrency), "-n", f"{name}@%h",
          "-P", pool, "--without-gossip", "--without-mingle", "-l", "INFO"],
         name, env, log_dir,
     )
@@ -119,9 +120,11 @@ def start_beat(name: str = "beat", env=None, log_dir=None) -> ManagedProcess:
     return ManagedProcess([*CELERY, "beat", "-s", str(schedule), "-l", "INFO"], name, env, log_dir)
 
 
-def start_delivery_worker(name: str, concurrency: int = 32, env=None, log_dir=None) -> ManagedProcess:
+def start_delivery_worker(name: str, concurrency: int = 32, env=None, log_dir=None,
+                          launcher: tuple[str, ...] = ()) -> ManagedProcess:
     """A worker that sends for every destination: threads, since sends wait on the network."""
-    process = start_worker([DELIVERY_CONTROL_QUEUE], name, concurrency, env, log_dir, pool="threads")
+    process = start_worker([DELIVERY_CONTROL_QUEUE], name, concurrency, env, log_dir, pool="threads",
+                           launcher=launcher)
     process.wait_for_output("delivery worker: consuming")
     return process
 

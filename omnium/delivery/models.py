@@ -82,6 +82,8 @@ class DeliveryAttempt(models.Model):
     permanent = models.BooleanField(default=False)
     # A connection test run by a person: it sent no feed file and changed no health or proof.
     is_test = models.BooleanField(default=False)
+    # The Celery worker that sent (its node name, e.g. deliver@host-a): which host did the work.
+    worker = models.CharField(max_length=200, blank=True)
 
     class Meta:
         indexes = [

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
+from celery import current_task
 from celery.worker import state as worker_state
 from django.db import connection, transaction
 from django.utils import timezone
@@ -261,7 +262,13 @@ def _open_attempt(destination: Destination, owed: OwedFile, seq: int) -> Deliver
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
         return DeliveryAttempt.objects.create(destination=destination, subscription_id=owed.subscription_id,
-                                              doc_key=owed.doc_key, seq=seq)
+                                              doc_key=owed.doc_key, seq=seq, worker=_worker_name())
+
+
+def _worker_name() -> str:
+    """The node name of the Celery worker running this send ("" outside a task)."""
+    task = current_task
+    return (task.request.hostname or "") if task else ""
 
 
 # The proof, and the destination's success, in one statement; it also reads whether a pause
