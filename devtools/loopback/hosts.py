@@ -49,6 +49,47 @@ class QuietHandler(BaseHTTPRequestHandler):
         pass
 
 
+class HoldingReceiver:
+    """Answers every POST after `hold_s`, and counts requests in flight per URL path
+    (two at once on one path: two senders for one destination)."""
+
+    def __init__(self, hold_s: float):
+        self.hold_s, self.lock = hold_s, threading.Lock()
+        self.in_flight, self.max_in_flight, self.received = {}, {}, []
+        receiver = self
+
+        class Handler(QuietHandler):
+            def do_POST(self):
+                self.read_body()
+                receiver._enter(self.path)
+                time.sleep(receiver.hold_s)
+                receiver._leave(self.path)
+                self.answer()
+
+        self.http = serve_http(Handler)
+
+    def url(self, path: str) -> str:
+        return f"http://{LOOPBACK}:{self.http.server_address[1]}/{path}"
+
+    @property
+    def port(self) -> int:
+        return self.http.server_address[1]
+
+    def _enter(self, path):
+        with self.lock:
+            self.in_flight[path] = self.in_flight.get(path, 0) + 1
+            self.max_in_flight[path] = max(self.max_in_flight.get(path, 0), self.in_flight[path])
+            self.received.append((path, time.monotonic()))
+
+    def _leave(self, path):
+        with self.lock:
+            self.in_flight[path] -= 1
+
+    def stop(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
 @dataclass
 class Delivery:
     path: str

@@ -6,7 +6,7 @@ import time
 import pytest
 from django.db import connection
 
-from devtools.loopback.hosts import QuietHandler, serve_http
+from devtools.loopback.hosts import HoldingReceiver as SlowReceiver
 from devtools.waiting import wait_until
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
@@ -18,42 +18,6 @@ from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
 
 pytestmark = pytest.mark.worker
-
-
-class SlowReceiver:
-    """Answers every POST after `hold_s`, and counts requests in flight per URL path."""
-
-    def __init__(self, hold_s: float):
-        self.hold_s, self.lock = hold_s, threading.Lock()
-        self.in_flight, self.max_in_flight, self.received = {}, {}, []
-        receiver = self
-
-        class Handler(QuietHandler):
-            def do_POST(self):
-                self.read_body()
-                receiver._enter(self.path)
-                time.sleep(receiver.hold_s)
-                receiver._leave(self.path)
-                self.answer()
-
-        self.http = serve_http(Handler)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}/{path}"
-
-    def _enter(self, path):
-        with self.lock:
-            self.in_flight[path] = self.in_flight.get(path, 0) + 1
-            self.max_in_flight[path] = max(self.max_in_flight.get(path, 0), self.in_flight[path])
-            self.received.append((path, time.monotonic()))
-
-    def _leave(self, path):
-        with self.lock:
-            self.in_flight[path] -= 1
-
-    def stop(self):
-        self.http.shutdown()
-        self.http.server_close()
 
 
 @pytest.fixture
