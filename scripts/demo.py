@@ -227,9 +227,12 @@ def main() -> None:
         key = set_up_pull(games)
         start_pipeline(supervisor)
         start_flower(supervisor)
+        metrics_token = os.environ.setdefault("OMNIUM_METRICS_TOKEN", secrets.token_urlsafe(16))  # read by the API server
         start_api_server(supervisor)
         password = admin_password()
         say(f"admin and status screens: http://127.0.0.1:{API_PORT}/admin/delivery/status/  (user ops, password {password})")
+        say(f"metrics (Prometheus, every worker and API process of this machine): http://127.0.0.1:{API_PORT}/metrics")
+        print(f"  curl -H 'Authorization: Bearer {metrics_token}' http://127.0.0.1:{API_PORT}/metrics", flush=True)
         say("pull a file (the key is shown once):")
         print(f"  curl --compressed -i -H 'Authorization: Bearer {key}' http://127.0.0.1:{API_PORT}/v1/feeds/{games.code}/medals",
               flush=True)
