@@ -116,11 +116,6 @@ class WorkerHost:
         """A network partition: nothing crosses the veth from now on; the processes live on."""
         ip("link", "set", self.host_veth, "down")
 
-    def kill(self) -> None:
-        """A crash of the whole host: every process of it, at once."""
-        for process in self.processes:
-            process.kill()
-
     def remove(self) -> None:
         stop_all(self.processes)
         ip("netns", "del", self.namespace, check=False)  # takes the inner veth, and with it its peer
