@@ -37,7 +37,7 @@ BUILD_QUEUES = [build_queue(lane) for lane in BUILD_LANES]
 STATS_QUEUES = [stats_queue(lane) for lane in STAT_LANES]
 
 
-class HoldingReceiver:
+class FirstRequestHeldReceiver:
     """A webhook receiver that holds the first request until released; the rest it answers."""
 
     def __init__(self):
@@ -64,7 +64,7 @@ class HoldingReceiver:
 
 @pytest.fixture
 def holding_receiver():
-    receiver = HoldingReceiver()
+    receiver = FirstRequestHeldReceiver()
     yield receiver
     receiver.stop()
 
