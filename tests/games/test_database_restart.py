@@ -24,6 +24,7 @@ def postgresql(action: str) -> None:
                    check=True, capture_output=True, timeout=60)
 
 
+@pytest.mark.servers  # it stops and starts the machine's PostgreSQL
 def test_a_workflow_command_across_a_postgresql_restart_succeeds(small_games, caplog):
     fixture = Fixture.objects.filter(games=small_games).order_by("starts_at", "id").first()
     entry_id = fixture.competitors.first().entry_id
