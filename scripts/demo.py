@@ -12,6 +12,8 @@ the workflow commands; and prints what was built and what landed where, with pro
 
 Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself after N seconds.
 Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300), DEMO_REPLAY_SECONDS (default 90).
+It refuses a database or Redis that is not a local demo one (devtools/demo_guard.py) unless
+DEMO_I_MEAN_IT=1.
 """
 
 import io
@@ -37,7 +39,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Count, Sum  # noqa: E402
 
-from devtools import broker, load_games, processes  # noqa: E402
+from devtools import broker, demo_guard, load_games, processes  # noqa: E402
 from devtools.latency import change_to_built_seconds, percentile  # noqa: E402
 from devtools.loopback import receivers as loopback  # noqa: E402
 from devtools.provisioning import provision_destination  # noqa: E402
@@ -212,7 +214,14 @@ def _round(value):
     return None if value is None else round(value, 3)
 
 
+def refuse_foreign_data() -> None:
+    problems = demo_guard.refusals(settings.DATABASES["default"], settings.REDIS_URL)
+    if problems and os.environ.get(demo_guard.OVERRIDE) != "1":
+        sys.exit(demo_guard.message(problems))
+
+
 def main() -> None:
+    refuse_foreign_data()
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     redis_client().flushdb()  # hints and counters only; PostgreSQL is the record
     if settings.CELERY_BROKER_URL == DEMO_BROKER_URL:  # the demo's own vhost: last run's kicks go
