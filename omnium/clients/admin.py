@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.urls import path
 from django.utils import timezone
@@ -19,7 +20,7 @@ class DestinationInline(admin.TabularInline):
     form = DestinationSummaryForm
     extra = 0
     fields = ["name", "kind", "enabled", "fenced"]
-    readonly_fields = ["kind"]
+    readonly_fields = ["kind", "enabled", "fenced"]  # switched off with a reason, on the destination's page
     show_change_link = True
 
     def has_add_permission(self, request, obj=None):
@@ -63,7 +64,7 @@ class ClientAdmin(admin.ModelAdmin):
             return
         super().save_model(request, client, form, change)
 
-    @admin.action(description="Switch on the selected clients")
+    @admin.action(description="Switch on the selected clients", permissions=["change"])
     def switch_on(self, request, queryset):
         for client in queryset:
             client.switch_on()
@@ -100,14 +101,25 @@ class DestinationAdmin(admin.ModelAdmin):
         return fieldsets()
 
     def get_urls(self):
-        fetch = self.admin_site.admin_view(host_keys.fetch_host_key_view)
+        fetch = self.admin_site.admin_view(self.fetch_host_key_view)
         return [path("fetch-host-key/", fetch, name="clients_destination_fetch_host_key"), *super().get_urls()]
 
+    def fetch_host_key_view(self, request):
+        """It connects to the host typed in: only for those who may add or edit destinations."""
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            raise PermissionDenied
+        return host_keys.fetch_host_key_view(request)
+
     def save_model(self, request, destination, form, change):
+        # Who and when for a switch-off; the model's clean has already refused one without a reason.
         if destination.fenced and "fenced" in form.changed_data:
             destination.fenced_by, destination.fenced_at = request.user, timezone.now()
         if not destination.fenced:
             destination.fence_reason, destination.fenced_by, destination.fenced_at = "", None, None
+        if not destination.enabled and "enabled" in form.changed_data:
+            destination.disabled_by, destination.disabled_at = request.user, timezone.now()
+        if destination.enabled:
+            destination.disabled_reason, destination.disabled_by, destination.disabled_at = "", None, None
         super().save_model(request, destination, form, change)
 
 
@@ -145,7 +157,7 @@ class ApiKeyAdmin(ShowIssuedKeyOnce, admin.ModelAdmin):
             return self.readonly_fields
         return [*self.readonly_fields, "client"]
 
-    @admin.action(description="Revoke the selected keys (effective within a second)")
+    @admin.action(description="Revoke the selected keys (effective within a second)", permissions=["change"])
     def revoke(self, request, queryset):
         keys = list(queryset.filter(revoked_at__isnull=True))
         for key in keys:

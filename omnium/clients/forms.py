@@ -19,7 +19,7 @@ from omnium.transports.base import TransportError
 # A destination may be stricter than its transport allows, never looser (clients.models).
 DESTINATION_LIMITS = {"connect_timeout": MAX_CONNECT_TIMEOUT_S, "send_timeout": MAX_SEND_TIMEOUT_S}
 MAIN_FIELDS = ["client", "name", "kind"]
-DELIVERY_FIELDS = ["enabled", "fast_retries", "fenced", "fence_reason"]
+DELIVERY_FIELDS = ["enabled", "disabled_reason", "fast_retries", "fenced", "fence_reason"]
 
 
 def _label(name: str) -> str:
@@ -150,8 +150,9 @@ DestinationForm = type(_DestinationSettingsForm)(
 
 
 class DestinationSummaryForm(forms.ModelForm):
-    """The few fields a client's page edits inline; settings are edited on the destination's page."""
+    """The few fields a client's page edits inline; settings are edited on the destination's page,
+    and so are switch-offs (disable, fence), which need a reason."""
 
     class Meta:
         model = Destination
-        fields = ["name", "enabled", "fenced"]
+        fields = ["name"]

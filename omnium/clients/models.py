@@ -79,6 +79,10 @@ class Destination(models.Model):
                               help_text="Settings of this kind of transport (host, bucket, url…), as JSON.")
     credentials_encrypted = models.BinaryField(editable=False, default=b"")
     enabled = models.BooleanField(default=True)
+    disabled_reason = models.TextField(blank=True)
+    disabled_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    disabled_at = models.DateTimeField(null=True, blank=True)
     fenced = models.BooleanField(default=False, help_text="Fenced: nothing is sent until the fence is lifted.")
     fence_reason = models.TextField(blank=True)
     fenced_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
@@ -122,6 +126,8 @@ class Destination(models.Model):
             raise ValidationError({"config": problems})
         if self.fenced and not self.fence_reason.strip():
             raise ValidationError({"fence_reason": "Say why the destination is fenced."})
+        if not self.enabled and not self.disabled_reason.strip():
+            raise ValidationError({"disabled_reason": "Say why the destination is disabled."})
 
 
 def _timeout_problems(config: dict) -> list[str]:

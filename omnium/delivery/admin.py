@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, Q
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
@@ -9,6 +10,7 @@ from omnium.clients.admin import DestinationAdmin
 from omnium.clients.models import Destination
 from omnium.delivery import connection_test, control
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
+from omnium.delivery.permissions import may_drive_delivery
 from omnium.read_only_admin import ReadOnlyAdmin
 
 
@@ -27,9 +29,11 @@ class DestinationDeliveryAdmin(DestinationAdmin):
 
     def test_connection_view(self, request, destination_id: int):
         destination = get_object_or_404(Destination.objects.select_related("client"), pk=destination_id)
+        if not self.has_change_permission(request, destination):  # it connects out and writes a file
+            raise PermissionDenied
         return self._show_tests(request, [connection_test.run(destination)])
 
-    @admin.action(description="Test the connection of the selected destinations")
+    @admin.action(description="Test the connection of the selected destinations", permissions=["change"])
     def test_connection(self, request, queryset):
         return self._show_tests(request, [connection_test.run(d) for d in queryset])
 
@@ -51,25 +55,25 @@ class DestinationDeliveryAdmin(DestinationAdmin):
         url = reverse("delivery-client-status", args=[destination.client_id])
         return format_html('<a href="{}#destination-{}">status</a>', url, destination.pk)
 
-    @admin.action(description="Pause the selected destinations")
+    @admin.action(description="Pause the selected destinations", permissions=["change"])
     def pause(self, request, queryset):
         for destination in queryset:
             control.pause(destination.pk, f"paused from the destination list by {request.user}", by=request.user)
         self.message_user(request, f"{queryset.count()} destination(s) paused.", messages.SUCCESS)
 
-    @admin.action(description="Resume the selected destinations")
+    @admin.action(description="Resume the selected destinations", permissions=["change"])
     def resume(self, request, queryset):
         for destination in queryset:
             control.resume(destination.pk, by=request.user)
         self.message_user(request, f"{queryset.count()} destination(s) resumed.", messages.SUCCESS)
 
-    @admin.action(description="Retry the selected destinations now")
+    @admin.action(description="Retry the selected destinations now", permissions=["change"])
     def retry_now(self, request, queryset):
         for destination in queryset:
             control.retry_now(destination.pk)
         self.message_user(request, f"{queryset.count()} destination(s) retrying now.", messages.SUCCESS)
 
-    @admin.action(description="Replay all dead letters of the selected destinations")
+    @admin.action(description="Replay all dead letters of the selected destinations", permissions=["change"])
     def replay_dead_letters(self, request, queryset):
         replayed = sum(control.replay_dead_letters(destination.pk) for destination in queryset)
         self.message_user(request, f"{replayed} dead letter(s) replayed.", messages.SUCCESS)
@@ -85,7 +89,11 @@ class DeliveryStateAdmin(ReadOnlyAdmin):
     exclude = ["sent_hash"]
     actions = ["resend"]
 
-    @admin.action(description="Resend / replay the selected files now")
+    def has_resend_permission(self, request):
+        # The rows are the pipeline's (read-only here); resending drives their destination.
+        return may_drive_delivery(request.user)
+
+    @admin.action(description="Resend / replay the selected files now", permissions=["resend"])
     def resend(self, request, queryset):
         resent = control.resend(queryset.values_list("pk", flat=True))
         self.message_user(request, f"{resent} file(s) will be resent.", messages.SUCCESS)

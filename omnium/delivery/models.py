@@ -3,6 +3,7 @@
 import time
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 
@@ -120,6 +121,15 @@ class DeliverySwitch(models.Model):
     reason = models.TextField(blank=True)
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     changed_at = models.DateTimeField(auto_now=True)
+
+    def clean(self):
+        if not self.enabled and not self.reason.strip():
+            raise ValidationError({"reason": "Say why delivery is switched off."})
+
+    @classmethod
+    def current(cls) -> "DeliverySwitch":
+        """The switch as it stands (on, by nobody, if it was never touched)."""
+        return cls.objects.select_related("changed_by").filter(pk=1).first() or cls(pk=1)
 
     @classmethod
     def is_on(cls) -> bool:

@@ -16,13 +16,23 @@ from django.utils import timezone
 from omnium.clients.models import Client, Destination
 from omnium.conf import omnium_setting
 from omnium.delivery import dead_mans_switch, health
-from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
+from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch, SenderState
 from omnium.feeds.models import FeedDocument
 from omnium.safe_errors import plain_and_technical
 from omnium.transports import registry as transport_registry
 
 PAGE_SIZE = 100
 STATE_FILTERS = ("failing", "behind", "paused", "backing_off", "off", "running")
+
+
+@dataclass
+class SwitchOff:
+    """Something a person switched off that stops this destination: what, why, by whom, when."""
+
+    what: str  # client switched off · disabled · fenced · paused
+    reason: str
+    by: object  # the user, or None if unknown (deleted since, or set outside the admin)
+    at: datetime | None
 
 
 @dataclass
@@ -37,6 +47,7 @@ class DestinationStatus:
     last_error: str
     paused_reason: str
     stalled: bool | None
+    switch_offs: list[SwitchOff] = field(default_factory=list)
     files: list = field(default_factory=list)
     freshness_svg: str = ""
 
@@ -107,7 +118,8 @@ def state_counts(annotated) -> dict[str, int]:
 
 def statuses_of(destinations) -> list[DestinationStatus]:
     """One row per destination of an annotated (``with_state``) page; health read in one go."""
-    page = list(destinations.select_related("client", "sender"))
+    page = list(destinations.select_related("client__switched_off_by", "sender__paused_by", "disabled_by",
+                                            "fenced_by"))
     stalled = health.read_stalled([d.pk for d in page])
     return [_status_row(destination, stalled.get(destination.pk)) for destination in page]
 
@@ -121,8 +133,27 @@ def _status_row(destination: Destination, stalled: bool | None) -> DestinationSt
         last_success_at=sender.last_success_at if sender else None,
         last_error=sender.last_error if sender else "",
         paused_reason=sender.paused_reason if sender else "",
-        stalled=stalled,
+        stalled=stalled, switch_offs=switch_offs(destination, sender),
     )
+
+
+def switch_offs(destination: Destination, sender: SenderState | None) -> list[SwitchOff]:
+    client, found = destination.client, []
+    if not client.active:
+        found.append(SwitchOff("client switched off", client.switched_off_reason, client.switched_off_by,
+                               client.switched_off_at))
+    if not destination.enabled:
+        found.append(SwitchOff("disabled", destination.disabled_reason, destination.disabled_by,
+                               destination.disabled_at))
+    if destination.fenced:
+        found.append(SwitchOff("fenced", destination.fence_reason, destination.fenced_by, destination.fenced_at))
+    if sender is not None and sender.paused:
+        found.append(SwitchOff("paused", sender.paused_reason, sender.paused_by, sender.paused_at))
+    return found
+
+
+def delivery_switch() -> DeliverySwitch:
+    return DeliverySwitch.current()
 
 
 def _sender_of(destination: Destination) -> SenderState | None:
@@ -141,7 +172,8 @@ def overview(state: str = "", client_id: str = "", kind: str = "", page: str = "
     page_obj = Paginator(destinations, PAGE_SIZE).get_page(page)
     return {
         "lanes_without_a_worker": dead_mans_switch.silent_lanes_for_screens(),
-        "switched_off": list(Client.objects.filter(active=False).order_by("name")),
+        "delivery_switch": delivery_switch(),
+        "switched_off": list(Client.objects.filter(active=False).select_related("switched_off_by").order_by("name")),
         "destinations": statuses_of(page_obj.object_list),
         "page_obj": page_obj, "counts": counts,
         "chosen": {"state": state, "client": client_id, "kind": kind},

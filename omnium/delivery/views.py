@@ -1,12 +1,14 @@
 """The delivery status screens (staff only, inside the admin) and the destination controls."""
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from omnium.clients.models import Client, Destination
 from omnium.delivery import control, status
+from omnium.delivery.permissions import may_drive_delivery
 
 
 def overview(request):
@@ -18,12 +20,15 @@ def overview(request):
 
 def client_status(request, client_id: int):
     client = get_object_or_404(Client, pk=client_id)
-    context = {**admin.site.each_context(request), "client": client, "destinations": status.client_status(client)}
+    context = {**admin.site.each_context(request), "client": client, "destinations": status.client_status(client),
+               "delivery_switch": status.delivery_switch(), "may_drive_delivery": may_drive_delivery(request.user)}
     return render(request, "admin/delivery/client_status.html", context)
 
 
 @require_POST
 def destination_control(request, destination_id: int):
+    if not may_drive_delivery(request.user):  # staff with view permission only: they look, never act
+        raise PermissionDenied
     destination = get_object_or_404(Destination, pk=destination_id)
     action = request.POST.get("action")
     if action == "pause":
