@@ -245,6 +245,9 @@ OMNIUM = {
     "DELIVERY_LEASE_MARGIN_S": _positive_float("OMNIUM_DELIVERY_LEASE_MARGIN_S", 30.0),
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
+    # Destinations reach public addresses only; these networks (CIDRs) are allowed as well, e.g.
+    # 127.0.0.0/8 on a development machine (omnium/transports/address_policy.py).
+    "DESTINATION_ALLOWED_NETWORKS": _networks("OMNIUM_DESTINATION_ALLOWED_NETWORKS"),
     "ATTEMPT_RETENTION_DAYS": _int("OMNIUM_ATTEMPT_RETENTION_DAYS", 7, minimum=0),
     # The dead-man's switch (in beat) looks for lanes without a live worker this often.
     "DEAD_MANS_SWITCH_EVERY_S": _positive_float("OMNIUM_DEAD_MANS_SWITCH_EVERY_S", 15.0),

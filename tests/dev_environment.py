@@ -14,3 +14,7 @@ os.environ.setdefault("DJANGO_DEBUG", "true")
 # in tests they would appear in every test that loads a Games (and send tasks that a later
 # test's worker would run). Tests of that upkeep turn it on (tests/pullapi/test_pull_cache_upkeep.py).
 os.environ.setdefault("OMNIUM_PULL_CACHE_AUTOMATIC", "false")
+
+# The tests' servers are on loopback, which production refuses as a destination; the tests of
+# the address policy set their own networks (tests/transports/test_address_policy.py).
+os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8")

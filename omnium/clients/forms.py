@@ -5,6 +5,7 @@ stored; credentials are write-only (typed in, never shown again) and stored encr
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 
+from omnium.clients import destination_addresses
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import MAX_CONNECT_TIMEOUT_S, MAX_SEND_TIMEOUT_S, Destination
 from omnium.clients.setting_fields import (
@@ -127,11 +128,19 @@ class _DestinationSettingsForm(forms.ModelForm):
             self.add_error(None, str(exc))
 
     def _update_errors(self, errors):
-        # The model checks the JSON config too (one source of truth): its findings have no
-        # field of their own here, so they go above the form.
+        # The model checks the JSON config too (one source of truth): a refused address goes
+        # beside the field that names the server, its other findings above the form.
         if hasattr(errors, "error_dict") and "config" in errors.error_dict:
-            errors.error_dict.setdefault(NON_FIELD_ERRORS, []).extend(errors.error_dict.pop("config"))
+            found = errors.error_dict.pop("config")
+            refused = [error for error in found if error.code == destination_addresses.REFUSED_ADDRESS]
+            errors.error_dict.setdefault(NON_FIELD_ERRORS, []).extend(e for e in found if e not in refused)
+            if refused:
+                errors.error_dict[self._address_field()] = refused
         super()._update_errors(errors)
+
+    def _address_field(self) -> str:
+        kind = self.instance.kind
+        return config_field_name(kind, registry.TRANSPORTS[kind].address_setting)
 
     def save(self, commit=True):
         destination = super().save(commit=False)

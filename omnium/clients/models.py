@@ -7,7 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from omnium.clients import credentials as credential_store
-from omnium.clients import file_names, transforms
+from omnium.clients import destination_addresses, file_names, transforms
 from omnium.clients.shapes import Shape
 from omnium.feeds.models import FeedDefinition
 from omnium.transports import registry as transport_registry
@@ -124,6 +124,10 @@ class Destination(models.Model):
         problems += _timeout_problems(self.config or {})
         if problems:
             raise ValidationError({"config": problems})
+        try:
+            destination_addresses.check(transport, self.config or {})
+        except ValidationError as refused:
+            raise ValidationError({"config": refused.error_list}) from None
         if self.fenced and not self.fence_reason.strip():
             raise ValidationError({"fence_reason": "Say why the destination is fenced."})
         if not self.enabled and not self.disabled_reason.strip():

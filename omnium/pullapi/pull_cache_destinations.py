@@ -10,6 +10,7 @@ and the split and public files of `feeds.resolvers` are added as definitions and
 """
 
 from datetime import timedelta
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from django.db import transaction
 
@@ -38,11 +39,14 @@ def ensure_definitions(games: Games) -> list[FeedDefinition]:
 
 
 def _redis_destination(client: Client, name: str, key_prefix: str) -> Destination:
-    config = {"url": omnium_setting("PULL_REDIS_URL"), "key_prefix": key_prefix}
+    url, credentials = _url_and_credentials(omnium_setting("PULL_REDIS_URL"))
+    config = {"url": url, "key_prefix": key_prefix}
     destination = Destination.objects.filter(client=client, name=name).first()
     if destination is None:
         destination = Destination(client=client, name=name, kind="redis", config=config)
     destination.kind, destination.config = "redis", config
+    if destination.credentials != credentials:  # compared in plain: each encryption differs, and a change resends
+        destination.set_credentials(credentials)
     destination.full_clean()
     destination.save()
     return destination
@@ -53,6 +57,17 @@ def _redis_destination(client: Client, name: str, key_prefix: str) -> Destinatio
 AS_BUILT_FIELDS = {"transform": AS_BUILT.transform, "include_version": AS_BUILT.include_version,
                    "include_result_marks": AS_BUILT.include_result_marks}
 CLIENTS_SHAPE_FIELDS = {"transform": "", "include_version": None, "include_result_marks": None}
+
+
+def _url_and_credentials(url: str) -> tuple[str, dict]:
+    """The pull Redis's URL without its user name and password, which a destination keeps in
+    its encrypted credentials (a plain config never holds a secret)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    credentials = {"username": unquote(parts.username or ""), "password": unquote(parts.password or "")}
+    plain = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+    return urlunsplit(plain), {name: value for name, value in credentials.items() if value}
 
 
 def _subscribe(destination: Destination, definition: FeedDefinition, template: str, filter: str = "",

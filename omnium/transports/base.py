@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from . import address_policy
 from .failures import Reason, reason_of_os_error, sentence
 from .paths import unsafe_path_reason
 
@@ -200,12 +201,23 @@ _hook_installed = False
 
 
 def _note_new_socket(event: str, args: tuple) -> None:
-    # boto3, requests, redis-py, ftplib and paramiko hide their sockets; the audit event
-    # for a new socket (plain or TLS) is the one public place where all of them pass.
+    # boto3, requests, redis-py, ftplib and paramiko hide their sockets; the audit events
+    # for a new socket (plain or TLS) and for its connect are the one public place where all
+    # of them pass: the deadline tracks the socket, and the address policy sees the address
+    # really connected to (after DNS, so a name that resolves elsewhere later is still caught).
     if event == "socket.__new__":
         deadline = _CURRENT_DEADLINE.get()
         if deadline is not None:
             deadline.track(args[0])
+    elif event == "socket.connect":
+        deadline = _CURRENT_DEADLINE.get()
+        if deadline is not None:
+            deadline.check_peer(args[1])
+
+
+class AddressRefused(ConnectionRefusedError):
+    """Raised inside a library's connect: an OSError, so the library gives up on that address
+    as it would on any refused one; the deadline remembers why, and the send fails permanently."""
 
 
 def _install_socket_audit() -> None:
@@ -265,6 +277,7 @@ class Deadline:
         self._ends_at = 0.0
         self._timer: threading.Timer | None = None
         self._token: contextvars.Token | None = None
+        self.refused_address: str | None = None
 
     def __enter__(self) -> Deadline:
         _install_socket_audit()
@@ -278,6 +291,9 @@ class Deadline:
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._timer.cancel()
         _CURRENT_DEADLINE.reset(self._token)
+        if self.refused_address is not None and exc is not None:
+            raise TransportError(f"refused to connect: {self.refused_address}", permanent=True,
+                                 reason=Reason.ADDRESS_REFUSED) from exc
         if self.expired:
             raise self.exceeded() from exc
         return False
@@ -315,6 +331,12 @@ class Deadline:
         self.check()
         self._sockets.add(sock)
 
+    def check_peer(self, address) -> None:
+        refusal = address_policy.current().refusal_of_peer(address)
+        if refusal is not None:
+            self.refused_address = refusal
+            raise AddressRefused(refusal)
+
     def _expire(self) -> None:
         self._expired.set()
         self._sockets.cut_all()
@@ -349,6 +371,10 @@ class Transport:
         A connection test's steps (see ``probes``): connect, log in, write a small test file
         under a name no feed file can have and remove it where the protocol allows.
 
+    ``address_setting`` / ``address_of(config)``
+        The setting that names the server, and the (host, port) it connects to (None: a
+        fixed public service, e.g. Amazon S3), checked against ``address_policy`` on save.
+
     ``cut()``
         Stops a send in progress from another thread (it fails, transient).
 
@@ -364,6 +390,7 @@ class Transport:
     label: ClassVar[str] = ""
     config_schema: ClassVar[Schema] = TIMEOUT_SETTINGS
     credentials_schema: ClassVar[Schema] = {}
+    address_setting: ClassVar[str] = "host"
 
     def __init__(self, config: dict, credentials: dict):
         problems = self.validate_config(config) + self.validate_credentials(credentials)
@@ -381,6 +408,12 @@ class Transport:
     @classmethod
     def validate_credentials(cls, credentials: dict) -> list[str]:
         return validate(cls.credentials_schema, credentials)
+
+    @classmethod
+    def address_of(cls, config: dict) -> tuple[str, int] | None:
+        """(host, port) of a valid ``config``: its ``host`` and ``port`` settings by default."""
+        settings = with_defaults(cls.config_schema, config)
+        return settings["host"], settings["port"]
 
     def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str,
              still_ours=None) -> Receipt:

@@ -30,6 +30,7 @@ class Reason(StrEnum):
     DEADLINE = "deadline"  # the whole send did not finish in time and was cut
     CONNECTION_LOST = "connection_lost"  # the server closed or reset the connection mid-way
     INVALID_SETTINGS = "invalid_settings"  # the destination's settings or the path are unusable
+    ADDRESS_REFUSED = "address_refused"  # the host is on a network we never send to (address_policy)
     OTHER = "other"
 
 
@@ -51,6 +52,8 @@ _SENTENCES = {
                      "or was too slow.",
     Reason.CONNECTION_LOST: "The server closed the connection before the send finished.",
     Reason.INVALID_SETTINGS: "The destination's settings cannot work as they are.",
+    Reason.ADDRESS_REFUSED: "The destination's address is a loopback, private, link-local or metadata address, "
+                            "which we do not send to: use a public address, or allow its network.",
     Reason.OTHER: "The send failed.",
 }
 

@@ -13,17 +13,20 @@ from omnium.compression import gzip_body
 from omnium.memory_lru import ByteBoundedLru
 from omnium.pull_cache_entries import WRITE_IF_NEWER
 
-from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, with_defaults
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
+from .urls import address_of_url, userinfo_problem
 
 # Errors about who we are or what we may do: retrying cannot help.
 PERMANENT_REPLIES = ("NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE")
 
 
 def _url_problem(url: str) -> str | None:
-    ok = url.startswith(("redis://", "rediss://", "unix://"))
-    return None if ok else "must start with redis://, rediss:// or unix://"
+    # unix:// is refused: a socket file on the worker's host is never a destination.
+    if not url.startswith(("redis://", "rediss://")):
+        return "must start with redis:// or rediss://"
+    return userinfo_problem(url)
 
 
 # Gzipped bodies by the body's digest: several Redis destinations take the same version at
@@ -46,13 +49,20 @@ class RedisTransport(Transport):
     label = "Redis pull cache"
     config_schema = {
         **TIMEOUT_SETTINGS,
-        "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem, help="redis://host:port/db"),
+        "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem,
+                       help="redis://host:port/db (user name and password go in the credentials)"),
         "key_prefix": Setting(str, default="feed:", help="Prefix of every key written."),
     }
     credentials_schema = {
         "username": Setting(str, help="ACL user name, if any."),
         "password": Setting(str, help="Password, if any."),
     }
+
+    address_setting = "url"
+
+    @classmethod
+    def address_of(cls, config: dict) -> tuple[str, int] | None:
+        return address_of_url(with_defaults(cls.config_schema, config)["url"], 6379)
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

@@ -22,6 +22,7 @@ from .base import (
 )
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
+from .urls import address_of_url, userinfo_problem
 
 PROBE_BODY = b"omnium connection test: safe to delete\n"
 
@@ -40,7 +41,9 @@ TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "RequestTimeTooSkewed", "BadDig
 
 
 def _http_url(value: str) -> str | None:
-    return None if value.startswith(("http://", "https://")) else "must start with http:// or https://"
+    if not value.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    return userinfo_problem(value)
 
 
 class S3Transport(Transport):
@@ -62,6 +65,14 @@ class S3Transport(Transport):
         "access_key": Setting(str, required=True, help="Access key ID."),
         "secret_key": Setting(str, required=True, help="Secret access key."),
     }
+
+    address_setting = "endpoint_url"
+
+    @classmethod
+    def address_of(cls, config: dict) -> tuple[str, int] | None:
+        """None for Amazon S3 itself (no endpoint_url): a public service."""
+        url = config.get("endpoint_url") or ""
+        return address_of_url(url, 443 if url.startswith("https://") else 80) if url else None
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

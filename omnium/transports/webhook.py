@@ -17,6 +17,7 @@ from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transp
 from .failures import Reason, reason_of_os_error
 from .http_replies import whole_replies_session
 from .probes import ProbeSteps
+from .urls import address_of_url, userinfo_problem
 
 SECRET_PREFIX = "whsec_"
 RETRY_AFTER_BOUNDS = (1.0, 300.0)
@@ -44,7 +45,9 @@ def _whole_number(text: str) -> int | None:
 
 
 def _url_problem(url: str) -> str | None:
-    return None if url.startswith(("http://", "https://")) else "must start with http:// or https://"
+    if not url.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    return userinfo_problem(url)
 
 
 def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
@@ -95,10 +98,16 @@ class WebhookTransport(Transport):
         **TIMEOUT_SETTINGS,
         "url": Setting(str, required=True, check=_url_problem, help="The receiver's URL; https:// unless on a private network."),
     }
+    address_setting = "url"
     credentials_schema = {
         "secret": Setting(str, required=True, check=_secret_problem,
                           help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver."),
     }
+
+    @classmethod
+    def address_of(cls, config: dict) -> tuple[str, int] | None:
+        url = config["url"]
+        return address_of_url(url, 443 if url.startswith("https://") else 80)
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

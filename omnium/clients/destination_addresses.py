@@ -1,0 +1,48 @@
+"""The address policy of destinations (``transports.address_policy``) as the settings say.
+
+Allowed: public addresses, the networks of OMNIUM_DESTINATION_ALLOWED_NETWORKS, and the pull
+cache's own Redis (OMNIUM_PULL_REDIS_URL, its address and port only), which the system's own
+Redis destinations write to wherever it runs.
+"""
+
+import socket
+from functools import lru_cache
+
+from django.core.exceptions import ValidationError
+
+from omnium.conf import omnium_setting
+from omnium.transports import address_policy
+from omnium.transports.address_policy import AddressPolicy
+from omnium.transports.base import Transport
+from omnium.transports.urls import address_of_url
+
+REFUSED_ADDRESS = "address_refused"  # the ValidationError code the destination form puts beside the field
+
+
+def policy() -> AddressPolicy:
+    return _policy(omnium_setting("DESTINATION_ALLOWED_NETWORKS"), omnium_setting("PULL_REDIS_URL"))
+
+
+@lru_cache(maxsize=4)  # asked at every connect; the settings rarely change, the pull Redis's address neither
+def _policy(networks: tuple, pull_redis_url: str) -> AddressPolicy:
+    return AddressPolicy(allowed_networks=tuple(networks), allowed_endpoints=_endpoints(pull_redis_url))
+
+
+def _endpoints(url: str) -> frozenset:
+    address = address_of_url(url, 6379)
+    if address is None:
+        return frozenset()
+    try:
+        found = socket.getaddrinfo(*address, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return frozenset()
+    return frozenset((address_policy.plain_address(info[4][0]), address[1]) for info in found)
+
+
+def check(transport: type[Transport], config: dict) -> None:
+    """Raise a ValidationError (code ``REFUSED_ADDRESS``) for each refused address the
+    destination's host resolves to now."""
+    address = transport.address_of(config)
+    refusals = policy().refusals_of_host(*address) if address else []
+    if refusals:
+        raise ValidationError([ValidationError(refusal, code=REFUSED_ADDRESS) for refusal in refusals])

@@ -1,0 +1,158 @@
+"""Destinations reach public addresses only, unless a network is allowed: checked when the
+destination is saved (its host resolved) and again on every connect, against the address really
+connected to. A refusal is a permanent failure at send time and a field error in the form."""
+
+import socket
+import threading
+
+import pytest
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.test import override_settings
+
+from omnium.clients.models import Client, Destination
+from omnium.pullapi.pull_cache_destinations import _url_and_credentials
+from omnium.transports.address_policy import AddressPolicy
+from omnium.transports.base import TransportError
+from omnium.transports.failures import Reason
+from omnium.transports.registry import transport_for
+from tests.transports.kits import WEBHOOK_SECRET
+
+
+def nothing_allowed():
+    return override_settings(OMNIUM={**settings.OMNIUM, "DESTINATION_ALLOWED_NETWORKS": ()})
+
+
+@pytest.mark.parametrize("ip", ["127.0.0.1", "::1", "10.1.2.3", "172.16.0.9", "192.168.1.1", "100.64.0.1",
+                                "169.254.10.10", "fe80::1", "224.0.0.1", "0.0.0.0", "240.0.0.1",
+                                "::ffff:127.0.0.1", "fd00:ec2::254", "169.254.169.254"])
+def test_non_public_addresses_are_refused(ip):
+    assert AddressPolicy().refusal(ip, 80)
+
+
+def test_public_addresses_are_allowed():
+    assert AddressPolicy().refusal("93.184.216.34", 443) is None
+    assert AddressPolicy().refusal("2606:2800:220:1::248", 443) is None
+
+
+def test_an_allowed_network_opens_only_itself_and_never_the_metadata_service():
+    from ipaddress import ip_network
+
+    policy = AddressPolicy(allowed_networks=(ip_network("127.0.0.0/8"), ip_network("169.254.0.0/16")))
+
+    assert policy.refusal("127.0.0.5", 22) is None and policy.refusal("10.0.0.1", 22)
+    assert "metadata" in policy.refusal("169.254.169.254", 80)
+
+
+def _listener():
+    """A loopback TCP port that counts the connections it accepts."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            accepted.append(connection)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, accepted
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_send_to_a_refused_address_is_a_permanent_failure_and_connects_nowhere(host):
+    server, accepted = _listener()
+    port = server.getsockname()[1]
+    transport = transport_for("webhook", {"url": f"http://{host}:{port}/hook", "send_timeout": 5},
+                              {"secret": WEBHOOK_SECRET})
+    try:
+        with nothing_allowed(), pytest.raises(TransportError) as refused:
+            transport.send(b"{}", "ag1/medals.json", content_type="application/json", version=1, etag="e")
+    finally:
+        transport.close()
+        server.close()
+
+    assert refused.value.permanent and refused.value.reason == Reason.ADDRESS_REFUSED
+    assert "loopback" in str(refused.value)
+    assert accepted == []
+
+
+@pytest.mark.parametrize("kind, config", [
+    ("ftp", {"host": "127.0.0.1", "port": 1, "username": "feeds"}),
+    ("redis", {"url": "redis://127.0.0.1:1/0"}),
+])
+def test_every_transport_is_checked_at_connect(kind, config):
+    transport = transport_for(kind, {**config, "send_timeout": 5}, {})
+    try:
+        with nothing_allowed(), pytest.raises(TransportError) as refused:
+            transport.send(b"{}", "ag1/medals.json", content_type="application/json", version=1, etag="e")
+    finally:
+        transport.close()
+
+    assert refused.value.permanent and refused.value.reason == Reason.ADDRESS_REFUSED
+
+
+@pytest.fixture
+def owner(db):
+    return Client.objects.create(name="NDTV")
+
+
+@pytest.mark.parametrize("kind, config", [
+    ("webhook", {"url": "http://169.254.169.254/latest/meta-data/"}),
+    ("webhook", {"url": "http://localhost:8080/hook"}),
+    ("s3", {"endpoint_url": "http://10.0.0.7:9000", "bucket": "feeds"}),
+    ("sftp", {"host": "127.0.0.1", "username": "feeds",
+              "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"}),
+    ("redis", {"url": "redis://127.0.0.1:6380/0"}),  # not the pull cache's own Redis port
+])
+def test_saving_a_destination_on_a_refused_address_is_refused(owner, kind, config):
+    destination = Destination(client=owner, name="x", kind=kind, config=config)
+
+    with nothing_allowed(), pytest.raises(ValidationError) as refused:
+        destination.full_clean()
+
+    assert "address" in str(refused.value)
+
+
+@pytest.mark.parametrize("kind, url", [
+    ("webhook", "https://feeds:s3cret@hooks.example.com/in"),
+    ("redis", "redis://:s3cret@127.0.0.1:6379/0"),
+    ("s3", "https://key:s3cret@s3.example.com"),
+])
+def test_a_url_holding_credentials_is_refused_and_points_to_the_credentials(owner, kind, url):
+    setting = {"webhook": "url", "redis": "url", "s3": "endpoint_url"}[kind]
+    destination = Destination(client=owner, name="x", kind=kind, config={setting: url, "bucket": "b"}
+                              if kind == "s3" else {setting: url})
+
+    with pytest.raises(ValidationError) as refused:
+        destination.full_clean()
+
+    assert "credentials" in str(refused.value)
+
+
+def test_a_unix_socket_redis_is_refused(owner):
+    destination = Destination(client=owner, name="x", kind="redis", config={"url": "unix:///run/redis.sock"})
+
+    with pytest.raises(ValidationError):
+        destination.full_clean()
+
+
+def test_the_admin_form_shows_a_refused_address_beside_the_url_field(admin_client, owner):
+    form = {"client": owner.pk, "name": "metadata", "kind": "webhook",
+            "webhook__url": "http://169.254.169.254/latest/meta-data/", "webhook__cred__secret": WEBHOOK_SECRET,
+            "enabled": "on", "fast_retries": 5, "subscriptions-TOTAL_FORMS": 0, "subscriptions-INITIAL_FORMS": 0}
+
+    reply = admin_client.post("/admin/clients/destination/add/", form)
+
+    errors = reply.context["adminform"].form.errors
+    assert "metadata" in errors["webhook__url"][0]
+    assert not Destination.objects.exists()
+
+
+def test_the_pull_cache_keeps_its_redis_password_in_the_credentials():
+    assert _url_and_credentials("redis://:p%40ss@10.0.0.5:6379/2") == ("redis://10.0.0.5:6379/2",
+                                                                      {"password": "p@ss"})
+    assert _url_and_credentials("rediss://omnium:pw@cache:6380/0") == ("rediss://cache:6380/0",
+                                                                       {"username": "omnium", "password": "pw"})
