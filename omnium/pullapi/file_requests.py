@@ -24,8 +24,12 @@ from omnium.pullapi.addresses import FeedFileAddress, PublicDocumentAddress
 from omnium.pullapi.catalogue import PullClient, holder
 from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,39}")
-_FEED_TYPE = re.compile(r"[a-z_]{1,30}")
+# What the address's parts may look like; the OpenAPI schema publishes the same patterns
+# (omnium/pullapi/schema.py), and only a part that breaks them is a 400.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,39}"  # a Games code, a filter (NOC, day, unit), a client
+FEED_TYPE_PATTERN = r"[a-z_]{1,30}"
+_NAME = re.compile(NAME_PATTERN)
+_FEED_TYPE = re.compile(FEED_TYPE_PATTERN)
 
 
 def _valid_date(text: str) -> bool:
@@ -60,21 +64,29 @@ def check_filter(feed_type: str, filter: str) -> None:
 
 
 def feed_file(user, games: str, feed_type: str, filter: str = "") -> FeedFileAddress:
-    if not (_NAME.fullmatch(games) and _FEED_TYPE.fullmatch(feed_type)):
-        raise Malformed("The Games code or feed type is malformed.")
-    if filter:
-        check_filter(feed_type, filter)
+    if not (_NAME.fullmatch(games) and _FEED_TYPE.fullmatch(feed_type)) or (filter and not _NAME.fullmatch(filter)):
+        raise Malformed("The Games code, feed type or filter is malformed.")
     shape = user.shape_for(games, feed_type, filter) if isinstance(user, PullClient) else AS_BUILT
     if shape is None:
         raise NotEntitled()
     per_noc = holder.snapshot.definition(games, feed_type)
     if per_noc is None:
         raise UnknownFile(f"There is no {feed_type} feed for Games {games!r}.")
-    needs_filter = per_noc or feed_type in PER_RECORD_FEED_TYPES
-    if needs_filter != bool(filter):
-        raise Malformed(f"The {feed_type} feed {'needs' if needs_filter else 'takes no'} filter.")
+    _check_names_a_file(feed_type, filter, per_noc)
     doc_key = f"{games}/{feed_type}/{filter}" if filter else f"{games}/{feed_type}"  # as FileKey spells it
     return FeedFileAddress(doc_key, shape, user.id if isinstance(user, PullClient) else None)
+
+
+def _check_names_a_file(feed_type: str, filter: str, per_noc: bool) -> None:
+    """A well-formed address that names no file is a 404: which feed types take a filter, and
+    of which shape, is data (definition rows) that no schema pattern can say, so a request the
+    schema calls valid must not be refused as malformed."""
+    needs_filter = per_noc or feed_type in PER_RECORD_FEED_TYPES
+    if needs_filter != bool(filter):
+        raise UnknownFile(f"The {feed_type} feed {'needs' if needs_filter else 'takes no'} filter.")
+    valid, expected = FILTER_RULES.get(feed_type, (_NAME.fullmatch, ""))
+    if filter and not valid(filter):
+        raise UnknownFile(f"There is no {feed_type} file {filter!r}: its files are named by {expected}.")
 
 
 def record_filter(record_id: str) -> str:

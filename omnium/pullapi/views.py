@@ -9,15 +9,14 @@ DRF's full Accept parsing and its renderers (files are sent as stored).
 import os
 
 import orjson
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from omnium.pullapi import file_requests
+from omnium.pullapi import file_requests, schema
 from omnium.pullapi.catalogue import PullClient
 from omnium.pullapi.keys import ApiKeyAuthentication
 from omnium.pullapi.negotiation import PullNegotiation
@@ -26,13 +25,6 @@ from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
 from omnium.pullapi.read_path import FileNotFound, read_path
 from omnium.pullapi.responses import file_response
 from omnium.pullapi.throttles import ClientRateThrottle
-
-FILE_RESPONSES = {
-    (200, "application/json"): OpenApiTypes.OBJECT,
-    304: None,
-    400: OpenApiTypes.OBJECT, 401: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT,
-    404: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT,
-}
 
 
 class PullView(APIView):
@@ -106,7 +98,8 @@ class PullView(APIView):
 class FeedFileView(PullView):
     """A feed file: `/v1/feeds/{games}/{feed_type}[/{filter}]`, e.g. `/v1/feeds/ag1/country/IND`."""
 
-    @extend_schema(responses=FILE_RESPONSES, summary="A feed file, in your entitled shape", operation_id="feed_file")
+    @schema.file_endpoint("A feed file, in your entitled shape", schema.GAMES, schema.FEED_TYPE,
+                          operation_id="feed_file")
     def get(self, request, games, feed_type, filter=""):
         return self.serve(request, file_requests.feed_file(request.user, games, feed_type, filter))
 
@@ -114,8 +107,8 @@ class FeedFileView(PullView):
 class FilteredFeedFileView(FeedFileView):
     """A feed file with a filter: `/v1/feeds/{games}/{feed_type}/{filter}` (a NOC, a day, a unit)."""
 
-    @extend_schema(responses=FILE_RESPONSES, summary="A feed file of one filter, in your entitled shape",
-                   operation_id="feed_file_filtered")
+    @schema.file_endpoint("A feed file of one filter, in your entitled shape", schema.GAMES, schema.FEED_TYPE,
+                          schema.FILTER, operation_id="feed_file_filtered")
     def get(self, request, games, feed_type, filter):
         return super().get(request, games, feed_type, filter)
 
@@ -123,15 +116,16 @@ class FilteredFeedFileView(FeedFileView):
 class CalendarDayView(PullView):
     """One day of the calendar (the calendar is too big to poll whole)."""
 
-    @extend_schema(responses=FILE_RESPONSES, summary="One day of the calendar (YYYY-MM-DD, UTC)")
+    @schema.file_endpoint("One day of the calendar (YYYY-MM-DD, UTC)", schema.GAMES, schema.DAY)
     def get(self, request, games, day):
+        file_requests.check_filter("calendar_day", day)  # the schema says a date: anything else is a 400
         return self.serve(request, file_requests.feed_file(request.user, games, "calendar_day", day))
 
 
 class CalendarFixtureView(PullView):
     """One fixture of the calendar."""
 
-    @extend_schema(responses=FILE_RESPONSES, summary="One fixture of the calendar")
+    @schema.file_endpoint("One fixture of the calendar", schema.GAMES, schema.FIXTURE_ID)
     def get(self, request, games, fixture_id):
         filter = file_requests.record_filter(fixture_id)
         return self.serve(request, file_requests.feed_file(request.user, games, "fixture", filter))
@@ -140,18 +134,7 @@ class CalendarFixtureView(PullView):
 class GetFeedsView(PullView):
     """The legacy `/getfeeds`: the same files, named the old way; the key is still required."""
 
-    @extend_schema(
-        responses=FILE_RESPONSES,
-        summary="Legacy: a feed file by client, feed type and series",
-        parameters=[
-            OpenApiParameter("seriesid", str, required=True, description="The Games code, e.g. ag1."),
-            OpenApiParameter("feedtype", str, required=True,
-                             description="A feed type (medals), or a feed type, '_' and a filter (country_IND, "
-                                         "calendar_day_2026-09-23)."),
-            OpenApiParameter("client", str, description="Your client name; if given, it must be your key's."),
-            OpenApiParameter("key", str, description="Your key, only for keys allowed in the address."),
-        ],
-    )
+    @schema.file_endpoint("Legacy: a feed file by client, feed type and series", *schema.LEGACY_QUERY)
     def get(self, request):
         query = request._request.GET
         games, feedtype = query.get("seriesid", ""), query.get("feedtype", "")
@@ -165,25 +148,26 @@ class GetFeedsView(PullView):
 
 
 class FixtureDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="A fixture with its competitors (needs the calendar of its Games)")
+    @schema.file_endpoint("A fixture with its competitors (needs the calendar of its Games)", schema.FIXTURE_ID)
     def get(self, request, fixture_id):
         return self.serve(request, file_requests.public_document(request.user, "fixture", fixture_id))
 
 
 class CareerDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="An athlete's career across Games (needs the results of a Games entered)")
+    @schema.file_endpoint("An athlete's career across Games (needs the results of a Games entered)",
+                          schema.ATHLETE_ID)
     def get(self, request, athlete_id):
         return self.serve(request, file_requests.public_document(request.user, "career", athlete_id))
 
 
 class StandingsDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="The standings of one unit (needs the standings of the Games)")
+    @schema.file_endpoint("The standings of one unit (needs the standings of the Games)", schema.GAMES, schema.UNIT)
     def get(self, request, games, unit):
         return self.serve(request, file_requests.games_document(request.user, games, "unit_standings", unit))
 
 
 class MedalsDocumentView(PullView):
-    @extend_schema(responses=FILE_RESPONSES, summary="The medal table (needs the medals of the Games)")
+    @schema.file_endpoint("The medal table (needs the medals of the Games)", schema.GAMES)
     def get(self, request, games):
         return self.serve(request, file_requests.games_document(request.user, games, "medals"))
 
