@@ -18,7 +18,7 @@ def prepare(database: str, redis_db: int) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
     os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
     # Every benchmark destination is a server on loopback, which production refuses.
-    os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8")
+    os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
     subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
     import django
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
 os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
 # The demo's receivers are on loopback, which production refuses as a destination.
-os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8")
+os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 DEMO_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/omnium_demo"  # a RabbitMQ vhost of the demo's own
 os.environ.setdefault("CELERY_BROKER_URL", DEMO_BROKER_URL)
 

@@ -17,4 +17,4 @@ os.environ.setdefault("OMNIUM_PULL_CACHE_AUTOMATIC", "false")
 
 # The tests' servers are on loopback, which production refuses as a destination; the tests of
 # the address policy set their own networks (tests/transports/test_address_policy.py).
-os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8")
+os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")

@@ -81,11 +81,12 @@ class ProbeSteps:
 
     def failed(self, error: TransportError) -> None:
         """The test ended with ``error``: it replaces what the failing step said (a fired
-        deadline is the truth whatever the library raised), or is a step of its own."""
+        deadline or a refused address is the truth whatever the library raised), or is a step
+        of its own."""
         failing = next((step for step in self.report.steps if step.error is not None), None)
         if failing is None:
             self.report.steps.append(ProbeStep("check the settings", error=error))
-        elif error.reason == Reason.DEADLINE:
+        elif error.reason in (Reason.DEADLINE, Reason.ADDRESS_REFUSED):
             failing.error = error
 
 

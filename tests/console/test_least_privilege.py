@@ -97,8 +97,10 @@ def test_an_operator_may_pause_from_the_status_screen(admin_client, destination,
 
 
 def test_testing_a_connection_is_forbidden_to_a_view_only_user(viewer, destination):
+    page = viewer.get(f"/admin/clients/destination/{destination.pk}/change/").content.decode()
     reply = viewer.post(f"/admin/clients/destination/{destination.pk}/test-connection/")
 
+    assert 'id="test-connection"' not in page
     assert reply.status_code == 403
 
 

@@ -15,6 +15,7 @@ from omnium.pullapi.pull_cache_destinations import _url_and_credentials
 from omnium.transports.address_policy import AddressPolicy
 from omnium.transports.base import TransportError
 from omnium.transports.failures import Reason
+from omnium.transports.probes import run_connection_test
 from omnium.transports.registry import transport_for
 from tests.transports.kits import WEBHOOK_SECRET
 
@@ -77,6 +78,20 @@ def test_a_send_to_a_refused_address_is_a_permanent_failure_and_connects_nowhere
     assert refused.value.permanent and refused.value.reason == Reason.ADDRESS_REFUSED
     assert "loopback" in str(refused.value)
     assert accepted == []
+
+
+def test_a_connection_test_to_a_refused_address_says_so():
+    server, accepted = _listener()
+    transport = transport_for("webhook", {"url": f"http://127.0.0.1:{server.getsockname()[1]}/hook"},
+                              {"secret": WEBHOOK_SECRET})
+    try:
+        with nothing_allowed():
+            report = run_connection_test(transport)
+    finally:
+        server.close()
+
+    assert report.failure.reason == Reason.ADDRESS_REFUSED and report.failure.permanent
+    assert "loopback" in report.failure.plain_sentence and accepted == []
 
 
 @pytest.mark.parametrize("kind, config", [
