@@ -192,3 +192,17 @@ def test_a_request_the_schema_calls_valid_is_never_answered_400(games, key, http
 
     assert reply.status_code != 400, (path, reply.content)
     _check_answer(schema, path, reply)
+
+
+@FUZZ
+@given(data=st.data(), real_games=st.booleans())
+def test_a_getfeeds_query_the_schema_calls_valid_is_never_answered_400(games, key, http, schema, data, real_games):
+    parameters = {p["name"]: p for p in schema["paths"]["/getfeeds"]["get"]["parameters"]}
+    query = {name: data.draw(_values_of(parameters[name]), label=name) for name in ("seriesid", "feedtype")}
+    if real_games:
+        query["seriesid"] = games.code
+
+    reply = http.get("/getfeeds", query, **bearer(key))
+
+    assert reply.status_code != 400, (query, reply.content)
+    _check_answer(schema, "/getfeeds", reply)
