@@ -215,8 +215,10 @@ def _why_behind(state: DeliveryState, row: DestinationStatus) -> str:
     destination = row.destination
     if not destination.client.active:
         return f"client switched off: {destination.client.switched_off_reason}"
-    if destination.fenced or not destination.enabled:
-        return f"destination {'fenced: ' + destination.fence_reason if destination.fenced else 'disabled'}"
+    if destination.fenced:
+        return f"destination fenced: {destination.fence_reason}"
+    if not destination.enabled:
+        return f"destination disabled: {destination.disabled_reason}"
     if row.status == health.Status.PAUSED:
         return f"paused: {row.paused_reason}"
     plain, technical = plain_and_technical(state.last_error)
