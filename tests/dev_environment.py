@@ -3,7 +3,7 @@ the settings, which happens before any conftest.py is read.
 
 Tests run with the development keys, which the settings refuse unless DEBUG is on (production
 is the default). pytest-django still runs every test with settings.DEBUG = False; child
-processes (tests/processes.py) inherit this environment.
+processes (tests/child_processes.py) inherit this environment.
 """
 
 import os

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clients', '0002_pull_keys_entitlements'),
+        ('clients', '0004_packages'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
