@@ -9,8 +9,10 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 
-# Deleting a vhost that holds thousands of queues (a 5,000-destination bench) takes seconds.
-TIMEOUT_S = 60
+TIMEOUT_S = 60  # the management API answers slowly while RabbitMQ is busy
+# Deleting a vhost deletes its queues one by one: one with 5,000 destination queues (after
+# bench/scale.py) took RabbitMQ 26 s on a loaded 2-core machine.
+DELETE_VHOST_TIMEOUT_S = 300
 
 
 def with_vhost(broker_url: str, vhost: str) -> str:
@@ -26,17 +28,17 @@ def ensure_vhost(management_url: str, broker_url: str, *, fresh: bool = False) -
     vhost = quote(parts.path.lstrip("/") or "/", safe="")
     api = management_url.rstrip("/")
     if fresh:
-        _call("delete", f"{api}/vhosts/{vhost}", ok=(204, 404))
+        _call("delete", f"{api}/vhosts/{vhost}", ok=(204, 404), timeout=DELETE_VHOST_TIMEOUT_S)
     _call("put", f"{api}/vhosts/{vhost}", ok=(201, 204))
     _call("put", f"{api}/permissions/{vhost}/{quote(parts.username or 'guest', safe='')}",
           json={"configure": ".*", "write": ".*", "read": ".*"}, ok=(201, 204))
 
 
-def _call(method: str, url: str, ok: tuple[int, ...], **kwargs) -> None:
+def _call(method: str, url: str, ok: tuple[int, ...], timeout: float = TIMEOUT_S, **kwargs) -> None:
     parts = urlsplit(url)
     auth = (parts.username or "guest", parts.password or "guest")
     bare = urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
-    reply = requests.request(method, bare, auth=auth, timeout=TIMEOUT_S, **kwargs)
+    reply = requests.request(method, bare, auth=auth, timeout=timeout, **kwargs)
     if reply.status_code not in ok:
         raise RuntimeError(f"RabbitMQ management API: {method.upper()} {parts.path} answered "
                            f"{reply.status_code} {reply.text[:200]}")

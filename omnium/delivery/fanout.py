@@ -41,7 +41,7 @@ OWE_CURRENT_FILES = OWE + """
 SELECT s.id, s.destination_id, d.doc_key, d.seq, clock_timestamp(), false, 0, '', '', ''
 FROM clients_subscription s
 JOIN feeds_feeddocument d ON d.definition_id = s.definition_id AND (s.filter = '' OR d.filter = s.filter)
-WHERE s.id = %(subscription_id)s AND s.active
+WHERE s.id = ANY(%(subscription_ids)s) AND s.active
 """ + COALESCE_OWED
 
 
@@ -56,8 +56,14 @@ def owe_new_version(sender, doc_key, seq, definition_id, filter, **kwargs):
 
 def owe_current_files(subscription_id: int) -> int:
     """A new (or re-activated) subscription owes the current version of each of its files."""
+    return owe_current_files_of([subscription_id])
+
+
+def owe_current_files_of(subscription_ids: list[int]) -> int:
+    """Many new subscriptions owe their current files in one statement, and their destinations
+    get one batch of kicks (see devtools.provisioning.provision_destinations)."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(OWE_CURRENT_FILES, {"subscription_id": subscription_id})
+        cursor.execute(OWE_CURRENT_FILES, {"subscription_ids": list(subscription_ids)})
         rows = cursor.fetchall()
         _kick_after_commit({row[0] for row in rows})
     return len(rows)
