@@ -30,14 +30,14 @@ def check_behind() -> int:
     limit = omnium_setting("BEHIND_AFTER_S")
     with connection.cursor() as cursor:
         cursor.execute(BEHIND, [limit])
-        behind = {row[0]: row for row in cursor.fetchall()}
-    for destination_id, (_, oldest, files) in behind.items():
-        open_alert(KIND, f"destination:{destination_id}",
-                   f"Destination {destination_id} is owed {files} file(s); the oldest since "
+        behind = {f"destination:{row[0]}": row for row in cursor.fetchall()}
+    # Only the changes: the sweeper runs every 2 s, and opening an alert already open costs
+    # three statements (5,000 destinations behind made every sweep take seconds).
+    already_open = set(Alert.objects.filter(kind=KIND, resolved_at__isnull=True).values_list("subject", flat=True))
+    for subject in behind.keys() - already_open:
+        destination_id, oldest, files = behind[subject]
+        open_alert(KIND, subject, f"Destination {destination_id} is owed {files} file(s); the oldest since "
                    f"{oldest:%H:%M:%S} UTC (more than {limit:g} s)", destination=destination_id)
-    open_subjects = Alert.objects.filter(kind=KIND, resolved_at__isnull=True).values_list(
-        "subject", flat=True)
-    for subject in list(open_subjects):
-        if int(subject.split(":")[1]) not in behind:
-            resolve_alert(KIND, subject)
+    for subject in already_open - behind.keys():
+        resolve_alert(KIND, subject)
     return len(behind)
