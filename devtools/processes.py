@@ -104,14 +104,14 @@ def free_ports(count: int) -> list[int]:
 
 
 def start_worker(queues: list[str], name: str, concurrency: int = 2, env=None, log_dir=None,
-                 pool: str = "prefork", launcher: tuple[str, ...] = ()) -> ManagedProcess:
+                 pool: str = "prefork", launcher: tuple[str, ...] = (), timeout: float = 30.0) -> ManagedProcess:
     """`launcher`: a command that runs the worker, e.g. `ip netns exec <namespace>`."""
     process = ManagedProcess(
         [*launcher, *CELERY, "worker", "-Q", ",".join(queues), "-c", str(concurrency), "-n", f"{name}@%h",
          "-P", pool, "--without-gossip", "--without-mingle", "-l", "INFO"],
         name, env, log_dir,
     )
-    process.wait_for_output(" ready.")
+    process.wait_for_output(" ready.", timeout)
     return process
 
 
@@ -121,11 +121,12 @@ def start_beat(name: str = "beat", env=None, log_dir=None) -> ManagedProcess:
 
 
 def start_delivery_worker(name: str, concurrency: int = 32, env=None, log_dir=None,
-                          launcher: tuple[str, ...] = ()) -> ManagedProcess:
-    """A worker that sends for every destination: threads, since sends wait on the network."""
+                          launcher: tuple[str, ...] = (), timeout: float = 30.0) -> ManagedProcess:
+    """A worker that sends for every destination: threads, since sends wait on the network.
+    Returns once it consumes every destination's queue (`timeout`: thousands take longer)."""
     process = start_worker([DELIVERY_CONTROL_QUEUE], name, concurrency, env, log_dir, pool="threads",
-                           launcher=launcher)
-    process.wait_for_output("delivery worker: consuming")
+                           launcher=launcher, timeout=timeout)
+    process.wait_for_output("delivery worker: consuming", timeout)
     return process
 
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models.signals import post_save
 
 from omnium.clients.models import Destination
-from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue, delivery_queue_options
+from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue, delivery_queue_declaration
 
 log = logging.getLogger(__name__)
 QUEUE_PREFIX = delivery_queue(0).removesuffix("0")
@@ -42,10 +42,31 @@ def consume(consumer, ids) -> int:
     """Add the queues of these destinations that this worker does not consume yet."""
     # One set of the queues consumed, not consuming_from() per queue: that scans every queue,
     # and the sweeper announces every destination's queue every few seconds.
-    missing = set(ids) - consumed_destinations(consumer)
-    for destination_id in sorted(missing):
-        consumer.add_task_queue(delivery_queue(destination_id), **delivery_queue_options(destination_id))
+    missing = sorted(set(ids) - consumed_destinations(consumer))
+    if missing:
+        _consume_all(consumer, [delivery_queue_declaration(destination_id) for destination_id in missing])
     return len(missing)
+
+
+def _consume_all(consumer, declarations) -> None:
+    """Declare these queues and consume them all at once.
+
+    Celery's add_task_queue, once per queue, waits for three declarations' answers and then
+    restarts consuming by walking every queue added so far: 1,000 queues took a worker 3.9 s
+    to start, the second 500 slower than the first. Here the declarations are sent without
+    waiting (the one consume that follows waits for its own answer, so an error surfaces
+    there), and the walk is made once."""
+    task_consumer = consumer.task_consumer
+    queues = [consumer.app.amqp.queues.select_add(declaration) for declaration in declarations]
+    for queue in queues:
+        queue(task_consumer.channel).declare(nowait=True)
+    declares, task_consumer.auto_declare = task_consumer.auto_declare, False
+    try:
+        for queue in queues:
+            task_consumer.add_queue(queue)
+    finally:
+        task_consumer.auto_declare = declares
+    task_consumer.consume()
 
 
 def consume_exactly(consumer, ids) -> tuple[int, int]:
