@@ -15,7 +15,6 @@ import uuid
 from django.db import connection
 
 from omnium import claim_renewal
-from omnium.delivery.models import NEWER_THAN_FAILED
 
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
@@ -63,39 +62,3 @@ def release(destination_id: int, token: uuid.UUID) -> None:
             " WHERE destination_id = %s AND lease_token = %s",
             [destination_id, token],
         )
-
-
-# The destination waiting longest for a sender, leased in the same statement. It walks owed
-# files oldest first (index delivery_state_waiting), so its cost grows with the number of
-# destinations being sent right now, not with the backlog. SKIP LOCKED lets many idle threads
-# claim at once without queueing behind one another's row locks. The conditions are the
-# sender's own gates, so a claimed destination has a file to send. Only destinations that had a
-# sender before (a SenderState row) are seen; a new destination's first drain is its own kick's.
-CLAIM_WAITING = """
-WITH waiting AS (
-    SELECT ss.destination_id FROM delivery_state ds
-    JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
-    JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
-    JOIN clients_destination d ON d.id = ds.destination_id AND d.enabled AND NOT d.fenced
-    JOIN clients_client c ON c.id = d.client_id AND c.active
-    WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
-      AND (ss.lease_until IS NULL OR ss.lease_until < clock_timestamp())
-      AND (ss.retry_at IS NULL OR ss.retry_at <= clock_timestamp() OR """ + NEWER_THAN_FAILED + """)
-      AND NOT ss.paused
-    ORDER BY ds.wanted_at
-    LIMIT 1
-    FOR UPDATE OF ss SKIP LOCKED)
-UPDATE delivery_senderstate ss SET lease_token = %(token)s,
-    lease_until = clock_timestamp() + %(ttl)s * interval '1 second'
-FROM waiting WHERE ss.destination_id = waiting.destination_id
-RETURNING ss.destination_id
-"""
-
-
-def claim_waiting() -> tuple[int, uuid.UUID] | None:
-    """Lease the destination that has waited longest for a sender: (its id, the token), or None."""
-    token = uuid.uuid4()
-    with connection.cursor() as cursor:
-        cursor.execute(CLAIM_WAITING, {"token": token, "ttl": claim_renewal.ttl_s()})
-        row = cursor.fetchone()
-    return (row[0], token) if row else None

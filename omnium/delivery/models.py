@@ -55,7 +55,7 @@ class DeliveryState(models.Model):
         indexes = [
             models.Index(fields=["destination", "wanted_at"], name="delivery_state_owed",
                          condition=Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True)),
-            # Idle senders claim the destination waiting longest (lease.claim_waiting).
+            # Owed work by age: the sweeper and the "behind" check look at the oldest first.
             models.Index(fields=["wanted_at"], name="delivery_state_waiting",
                          condition=Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True)),
         ]

@@ -6,7 +6,6 @@ it through the destination's transport under the hard deadline, and records the 
 statement that only moves `sent_seq` forward. A failure backs off this destination only.
 """
 
-import functools
 import hashlib
 import logging
 import time
@@ -14,7 +13,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from celery import current_task
-from celery.worker import state as worker_state
 from django.db import connection, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
@@ -104,15 +102,13 @@ def next_owed(destination_id: int) -> OwedFile | None:
                     games_code, version, gate, failures)
 
 
-def drain(destination_id: int, started: float | None = None) -> str:
-    """Send everything the destination is owed; returns why it stopped.
-
-    `started` is when the task began, so that time spent on other destinations counts
-    against the same budget."""
+def drain(destination_id: int) -> str:
+    """Send everything the destination is owed (for at most DRAIN_BUDGET_S); returns why it
+    stopped."""
     destination = _destination(destination_id)
     if destination is None:
         return Outcome.OFF
-    started = time.monotonic() if started is None else started
+    started = time.monotonic()
 
     def acquire_and_drain() -> str:
         claimed_at = time.monotonic()
@@ -125,44 +121,8 @@ def drain(destination_id: int, started: float | None = None) -> str:
     return deletion.unless_deleted(destination_id, acquire_and_drain, Outcome.OFF)
 
 
-def help_waiting(started: float) -> int:
-    """Drain other destinations that wait for a sender; returns how many were drained.
-
-    A kick is one broker message, and a worker takes a few dozen a second from hundreds of
-    queues: when one version is owed to 500 destinations, waiting for each kick leaves most
-    threads idle. So a thread that has finished its own destination claims the one waiting
-    longest. The lease still allows one sender per destination; that destination's own kick,
-    when it comes, finds nothing owed and returns at once. Stops at the drain budget, when
-    nothing waits, when the worker is shutting down, or (a safety net) when claims keep
-    finding nothing to send."""
-    helped = empty_claims = 0
-    while (time.monotonic() - started < DRAIN_BUDGET_S and empty_claims < 3 and not _worker_stopping()
-           and DeliverySwitch.is_on()):
-        claimed_at = time.monotonic()
-        claimed = lease.claim_waiting()
-        if claimed is None:
-            break
-        destination_id, token = claimed
-        destination = _destination(destination_id)
-        if destination is None:
-            empty_claims += 1  # deleted this instant: nothing sent
-            continue
-        drain_it = functools.partial(_drain_and_release, destination, token, started, claimed_at)
-        outcome = deletion.unless_deleted(destination_id, drain_it, Outcome.OFF)
-        helped += 1
-        empty_claims = 0 if outcome in (Outcome.DRAINED, Outcome.FAILED) else empty_claims + 1
-    return helped
-
-
 def _destination(destination_id: int) -> Destination | None:
     return Destination.objects.select_related("client").filter(pk=destination_id).first()
-
-
-def _worker_stopping() -> bool:
-    """A worker shutting down finishes what it holds but takes on nothing more. (Celery sets
-    these to an exit code, which may be 0, so only None and False mean "keep going".)"""
-    return any(flag is not None and flag is not False
-               for flag in (worker_state.should_stop, worker_state.should_terminate))
 
 
 def _look_again_when_the_lease_ends(destination_id: int) -> None:

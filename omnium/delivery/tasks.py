@@ -1,6 +1,5 @@
 """Celery tasks of delivery. drain_destination runs on the destination's own queue."""
 
-import time
 from datetime import timedelta
 
 from celery import shared_task
@@ -18,12 +17,8 @@ from omnium.transports.base import TIMEOUT_SETTINGS
 
 @shared_task
 def drain_destination(destination_id: int) -> str:
-    """Drain this destination, then take over others still waiting for a sender (see
-    sender.help_waiting); returns how this destination's drain ended."""
-    started = time.monotonic()
-    outcome = sender.drain(destination_id, started)
-    sender.help_waiting(started)
-    return outcome
+    """Drain this destination; returns how its drain ended."""
+    return sender.drain(destination_id)
 
 
 NEEDS_A_KICK = """

@@ -2,14 +2,13 @@
 
 import dataclasses
 import gzip
-import time
 
 import redis
 from django.db import connection
 
 from devtools.generator import Generator
 from omnium.delivery import lease, sender
-from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
+from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
@@ -57,39 +56,6 @@ def test_only_the_newest_of_two_owed_versions_is_sent(small_games, subscribe, re
     sent = [a.seq for a in DeliveryAttempt.objects.filter(destination=destination, seq__gt=v812 - 1)]
     assert sent == [v813]
     assert len(receiver.deliveries) == 1 and b'"score":"813"' in receiver.deliveries[0].body
-
-
-def test_a_free_sender_takes_over_destinations_that_wait_for_one(small_games, subscribe, receiver):
-    waiting = [subscribe(small_games, webhook_settings(f"{receiver.url}/w{n}")) for n in range(2)]
-    busy, paused, fenced = (subscribe(small_games, webhook_settings(f"{receiver.url}/{name}"))
-                            for name in ("busy", "paused", "fenced"))
-    everyone = [*waiting, busy, paused, fenced]
-    for destination in everyone:
-        sender.drain(destination.pk)  # each has had a sender once
-    held = lease.acquire(busy.pk)
-    SenderState.objects.filter(destination=paused).update(paused=True)
-    fenced.fenced, fenced.fence_reason = True, "client asked us to stop"
-    fenced.save()
-    seq = change_and_rebuild(small_games, 5)  # now all five owe the new calendar
-
-    assert sender.help_waiting(time.monotonic()) == 2
-
-    sent = dict(DeliveryState.objects.filter(destination__in=everyone).values_list("destination_id", "sent_seq"))
-    assert [sent[d.pk] for d in waiting] == [seq, seq]
-    assert all(sent[d.pk] < seq for d in (busy, paused, fenced)), "a held lease, a pause and a fence are obeyed"
-    assert lease.renew(busy.pk, held), "the other sender still holds its lease"
-
-
-def test_a_worker_shutting_down_takes_on_no_other_destination(small_games, subscribe, receiver, monkeypatch):
-    from celery.worker import state as worker_state
-
-    destination = subscribe(small_games, webhook_settings(receiver.url))
-    sender.drain(destination.pk)
-    change_and_rebuild(small_games, 6)
-    monkeypatch.setattr(worker_state, "should_stop", 0)  # a warm shutdown, exit code 0
-
-    assert sender.help_waiting(time.monotonic()) == 0
-    assert sender.next_owed(destination.pk) is not None, "left for the workers that stay"
 
 
 def test_sent_seq_never_moves_backwards(small_games, subscribe):
