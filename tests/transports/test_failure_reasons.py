@@ -102,19 +102,9 @@ def read_only_ftp(tmp_path_factory):
 
 
 @pytest.mark.servers
-def test_read_only_sftp_path_says_permission_denied(read_only_sftp):
-    kit = SFTPKit(read_only_sftp)
-    try:
-        failure = _failure(kit, kit.transport())
-    finally:
-        kit.close()
-
-    assert failure.reason == Reason.PERMISSION_DENIED, str(failure)
-
-
-@pytest.mark.servers
-def test_read_only_ftp_path_says_permission_denied(read_only_ftp):
-    kit = FTPKit(read_only_ftp)
+@pytest.mark.parametrize("make_kit, server", [(SFTPKit, "read_only_sftp"), (FTPKit, "read_only_ftp")])
+def test_read_only_path_says_permission_denied(make_kit, server, request):
+    kit = make_kit(request.getfixturevalue(server))
     try:
         failure = _failure(kit, kit.transport())
     finally:
