@@ -3,6 +3,7 @@ machine's Redis: other tests and the demo use it)."""
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from devtools.processes import ManagedProcess, free_port
@@ -28,7 +29,14 @@ class PrivateRedis:
 
     def restart(self) -> None:
         """Stop it, then start it again on the same port, empty."""
+        self.restart_after(0)
+
+    def restart_after(self, seconds: float, during=lambda: None) -> None:
+        """Stop it, call `during()`, start it again (empty) `seconds` after it stopped."""
         self.process.stop()
+        stopped_at = time.monotonic()
+        during()
+        time.sleep(max(0.0, seconds - (time.monotonic() - stopped_at)))
         self.process = self._start()
 
     def stop(self) -> None:

@@ -32,24 +32,24 @@ def delivery_queue(destination_id: int) -> str:
     return f"deliver.{destination_id}"
 
 
+def destination_of(queue_name: str) -> int | None:
+    """The destination whose queue this is, or None for a lane (deliver.control, build.live…)."""
+    prefix, _, number = queue_name.partition(".")
+    return int(number) if prefix == "deliver" and number.isdigit() else None
+
+
 # A destination's queue is durable, and expires once no worker has consumed it for a day:
 # when its destination is deleted the workers stop consuming it (queues.consume_exactly).
 # A kick declares it again, so an expired queue lost only hints (the sweeper re-kicks).
 DELIVERY_QUEUE_EXPIRES_MS = 24 * 3600 * 1000
 
 
-def delivery_queue_options(destination_id: int) -> dict:
+def delivery_queue_declaration(destination_id: int) -> Queue:
     """How a destination's queue is declared, by the kicks and by the consuming workers alike:
     RabbitMQ refuses a second declaration with other arguments."""
     name = delivery_queue(destination_id)
-    return {"exchange": name, "exchange_type": "direct", "routing_key": name, "durable": True,
-            "queue_arguments": {"x-expires": DELIVERY_QUEUE_EXPIRES_MS}}
-
-
-def delivery_queue_declaration(destination_id: int) -> Queue:
-    options = delivery_queue_options(destination_id)
-    return Queue(delivery_queue(destination_id), Exchange(options["exchange"], options["exchange_type"]),
-                 options["routing_key"], durable=True, queue_arguments=options["queue_arguments"])
+    return Queue(name, Exchange(name, "direct"), name, durable=True,
+                 queue_arguments={"x-expires": DELIVERY_QUEUE_EXPIRES_MS})
 
 
 # Tasks sent by name, so the modules that send them need not import the task modules

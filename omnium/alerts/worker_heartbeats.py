@@ -12,6 +12,7 @@ from django.db.models.functions import Now
 
 from omnium.alerts.models import WorkerHeartbeat
 from omnium.conf import omnium_setting
+from omnium.routing import destination_of
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,7 @@ def lanes_of(consumer) -> list[str]:
     if consumer.task_consumer is None:
         return []
     names = (queue.name for queue in consumer.task_consumer.queues)
-    return sorted(name for name in names if not name.rpartition(".")[2].isdigit())
+    return sorted(name for name in names if destination_of(name) is None)
 
 
 def beat(hostname: str, lanes: list[str]) -> None:

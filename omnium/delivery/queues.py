@@ -15,10 +15,9 @@ from django.db import transaction
 from django.db.models.signals import post_save
 
 from omnium.clients.models import Destination
-from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue, delivery_queue_declaration
+from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue, delivery_queue_declaration, destination_of
 
 log = logging.getLogger(__name__)
-QUEUE_PREFIX = delivery_queue(0).removesuffix("0")
 
 
 def destination_ids() -> list[int]:
@@ -33,9 +32,8 @@ def consumed_destinations(consumer) -> set[int]:
     """The destinations whose queues this worker consumes (none while it starts or stops)."""
     if consumer.task_consumer is None:
         return set()
-    names = (queue.name for queue in consumer.task_consumer.queues)
-    return {int(name.removeprefix(QUEUE_PREFIX)) for name in names
-            if name.startswith(QUEUE_PREFIX) and name.removeprefix(QUEUE_PREFIX).isdigit()}
+    found = (destination_of(queue.name) for queue in consumer.task_consumer.queues)
+    return {destination_id for destination_id in found if destination_id is not None}
 
 
 def consume(consumer, ids) -> int:

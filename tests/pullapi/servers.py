@@ -1,13 +1,11 @@
 """Real pull API server processes (granian, as in production) and a Redis of our own."""
 
-import shutil
-import tempfile
-import time
 from collections import Counter
 
 import redis
 
-from devtools.processes import ManagedProcess, free_port, start_api
+from devtools import private_redis
+from devtools.processes import free_port, start_api
 from tests.child_processes import LOG_DIR, child_environment
 
 
@@ -24,34 +22,12 @@ class ApiServer:
 NOT_PER_REQUEST = ("info", "hello", "client|setinfo", "ping", "incrby", "expire")
 
 
-class PrivateRedis:
+class PrivateRedis(private_redis.PrivateRedis):
     """A redis-server on a free port that a test may stop, restart empty or reconfigure (never
-    the machine's own Redis)."""
+    the machine's own Redis), and that counts the commands it served."""
 
     def __init__(self):
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="pull-redis-")
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process = self._start()
-
-    def _start(self) -> ManagedProcess:
-        process = ManagedProcess(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir], f"pull-redis-{self.port}", log_dir=LOG_DIR)
-        process.wait_for_port(self.port)
-        return process
-
-    def restart_after(self, seconds: float, during=lambda: None) -> None:
-        """Stop the server, call `during()`, start it again (empty) `seconds` after it stopped."""
-        self.process.stop()
-        stopped_at = time.monotonic()
-        during()
-        time.sleep(max(0.0, seconds - (time.monotonic() - stopped_at)))
-        self.process = self._start()
-
-    def restart(self):
-        """Stopped and started again on the same port, empty (as a Redis without persistence)."""
-        self.restart_after(0)
+        super().__init__("pull-redis", log_dir=LOG_DIR)
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
@@ -63,7 +39,3 @@ class PrivateRedis:
         stats = self.client().info("commandstats")
         return Counter({name.removeprefix("cmdstat_"): entry["calls"] for name, entry in stats.items()
                         if name.removeprefix("cmdstat_") not in NOT_PER_REQUEST})
-
-    def stop(self):
-        self.process.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
