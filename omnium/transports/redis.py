@@ -6,7 +6,7 @@ import hashlib
 
 import redis
 from redis.backoff import NoBackoff
-from redis.exceptions import AuthorizationError
+from redis.exceptions import AuthorizationError, NoPermissionError, OutOfMemoryError, ReadOnlyError
 from redis.retry import Retry
 
 from omnium.compression import gzip_body
@@ -18,8 +18,9 @@ from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
 from .urls import address_of_url, userinfo_problem
 
-# Errors about who we are or what we may do: retrying cannot help.
-PERMANENT_REPLIES = ("NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE")
+# A reply no retry can change (the key holds something else). Permission and credential
+# refusals arrive as exception classes (see _failure).
+PERMANENT_REPLIES = ("WRONGTYPE",)
 
 
 def _url_problem(url: str) -> str | None:
@@ -105,12 +106,15 @@ class RedisTransport(Transport):
         if isinstance(exc, redis.AuthenticationError | AuthorizationError):
             return TransportError(f"Redis refused our credentials: {exc}", permanent=True,
                                   reason=Reason.AUTH_REFUSED)
+        # redis-py turns the replies it knows into exception classes, and strips their code
+        # ("NOPERM …" arrives as NoPermissionError("this user has no permissions…")).
+        if isinstance(exc, NoPermissionError | ReadOnlyError):
+            return TransportError(f"Redis refused: {exc}", permanent=True, reason=Reason.PERMISSION_DENIED)
+        if isinstance(exc, OutOfMemoryError):
+            return TransportError(f"Redis refused: {exc}", reason=Reason.DISK_FULL)
         if isinstance(exc, redis.ResponseError):
             permanent = str(exc).startswith(PERMANENT_REPLIES)
-            reason = Reason.AUTH_REFUSED if str(exc).startswith(("NOAUTH", "WRONGPASS")) else (
-                Reason.PERMISSION_DENIED if str(exc).startswith(("NOPERM", "READONLY")) else
-                Reason.DISK_FULL if str(exc).startswith("OOM") else Reason.OTHER)
-            return TransportError(f"Redis refused: {exc}", permanent=permanent, reason=reason)
+            return TransportError(f"Redis refused: {exc}", permanent=permanent, reason=Reason.OTHER)
         connected = "connecting" not in str(exc).lower()
         reason = reason_of_os_error(exc, connected=connected)
         seconds = self.config["send_timeout" if connected else "connect_timeout"]

@@ -5,14 +5,16 @@ not write to. The category is what the admin reads as a plain sentence."""
 from __future__ import annotations
 
 import pytest
+import redis
 
 from devtools.loopback import servers
+from devtools.private_redis import PrivateRedis
 from devtools.processes import free_port
 from omnium.safe_errors import plain_and_technical, safe_error_text
 from omnium.transports import TransportError
 from omnium.transports.failures import Reason, reason_of_os_error, sentence
 
-from .kits import FTPKit, S3Kit, SFTPKit, feed_path
+from .kits import FTPKit, RedisKit, S3Kit, SFTPKit, feed_path
 
 QUICK = {"connect_timeout": 1.0, "send_timeout": 1.5}
 SLACK = 2.0
@@ -148,3 +150,27 @@ def test_stored_error_is_the_plain_sentence_over_the_technical_detail():
 
     assert plain == "Connected, but the server did not answer within 10 s."
     assert technical == "TransportError: SFTP failed: SSHException: No existing session"
+
+
+@pytest.fixture
+def read_only_redis(tmp_path):
+    """A redis-server of our own with a user who may read but not write (a Redis ACL)."""
+    server = PrivateRedis("read-only-redis", log_dir=tmp_path)
+    server_admin = redis.Redis.from_url(server.url)
+    server_admin.execute_command("ACL", "SETUSER", "reader", "on", ">reader-password", "~*", "&*",
+                                 "+@read", "+@connection")
+    server_admin.close()
+    yield server
+    server.stop()
+
+
+@pytest.mark.servers
+def test_read_only_redis_user_says_permission_denied(read_only_redis):
+    kit = RedisKit()
+    reader = {"username": "reader", "password": "reader-password"}
+    try:
+        failure = _failure(kit, kit.transport(url=read_only_redis.url, credentials=reader))
+    finally:
+        kit.close()
+
+    assert failure.reason == Reason.PERMISSION_DENIED, str(failure)
