@@ -41,12 +41,19 @@ TEST_ENV := REDIS_URL=redis://127.0.0.1:6379/15
 lint: install
 	$(VENV)/bin/ruff check .
 
+# Tests run in TEST_PROCESSES pytest processes side by side (pytest-xdist), each with its own
+# test database, broker vhost and redis-server (tests/dev_environment.py): most of a test's time
+# is spent waiting on servers, workers and deadlines, so three keep this machine's 2 cores busy.
+# Tests marked `alone` stop a service every process shares, so they run afterwards, by themselves.
+TEST_PROCESSES ?= 3
+
 test: lint services test-servers
-	$(TEST_ENV) $(PY) -m pytest
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_PROCESSES) -m "not alone"
+	$(TEST_ENV) $(PY) -m pytest -m alone
 
 # Pure and single-process database tests: no Celery process, no server process.
 test-fast: lint services
-	$(TEST_ENV) $(PY) -m pytest -m "not worker and not servers"
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_PROCESSES) -m "not worker and not servers"
 
 bench: database test-servers
 	$(PY) bench/build.py

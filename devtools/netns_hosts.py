@@ -23,8 +23,10 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from devtools.processes import ROOT, ManagedProcess, start_delivery_worker, start_worker, stop_all
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES
@@ -35,6 +37,11 @@ VETH_PREFIX = "omh"
 # What workers need: PostgreSQL, RabbitMQ, Redis.
 SERVICE_PORTS = (5432, 5672, 6379)
 FORWARDER = [sys.executable, "-m", "devtools.tcp_forwarder"]
+
+
+def _port_of(url: str) -> int | None:
+    """The port of a URL's server (a test run's own Redis may listen on another port)."""
+    return urlsplit(url).port
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -48,6 +55,7 @@ class WorkerHost:
     number: int
     tag: str
     processes: list[ManagedProcess] = field(default_factory=list)
+    is_cut: bool = False
 
     @property
     def namespace(self) -> str:
@@ -115,8 +123,12 @@ class WorkerHost:
     def cut(self) -> None:
         """A network partition: nothing crosses the veth from now on; the processes live on."""
         ip("link", "set", self.host_veth, "down")
+        self.is_cut = True
 
     def remove(self) -> None:
+        if self.is_cut:  # its workers cannot finish what they hold: a graceful stop would wait 15 s each
+            for process in self.processes:
+                process.kill()
         stop_all(self.processes)
         ip("netns", "del", self.namespace, check=False)  # takes the inner veth, and with it its peer
         ip("link", "del", self.host_veth, check=False)
@@ -129,15 +141,17 @@ class WorkerHosts:
         self.tag = f"{os.getpid() % 10000:04d}"
         self.hosts = [WorkerHost(number, self.tag) for number in range(1, count + 1)]
         self.env, self.log_dir, self.delivery_threads = env, log_dir, delivery_threads
-        self.ports = sorted({*SERVICE_PORTS, *forward_ports})
+        self.ports = sorted({*SERVICE_PORTS, _port_of(env.get("REDIS_URL", "")), *forward_ports} - {None})
 
     def __enter__(self) -> "WorkerHosts":
         try:
             for host in self.hosts:
                 host.make_network()
                 host.start_forwarders(self.ports, self.env, self.log_dir)
-            for host in self.hosts:
-                host.start_workers(self.env, self.log_dir, self.delivery_threads)
+            # Side by side: each worker takes seconds to start, mostly waiting.
+            with ThreadPoolExecutor(len(self.hosts)) as starting:
+                list(starting.map(lambda host: host.start_workers(self.env, self.log_dir, self.delivery_threads),
+                                  self.hosts))
         except BaseException:
             self.remove()
             raise

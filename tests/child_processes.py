@@ -7,7 +7,17 @@ from django.db import connection
 
 from devtools import processes
 
-LOG_DIR = processes.ROOT / "var" / "test-logs"
+# pytest-xdist's worker name ("gw0", …), empty in a run without it.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+# Each xdist worker's processes log apart: tests read a process's log for what it printed.
+LOG_DIR = processes.ROOT / "var" / "test-logs" / (XDIST_WORKER or "serial")
+
+
+def database_of_this_run() -> str:
+    """This process's test database, named before pytest-django names it: an xdist worker's
+    has the worker's name appended (pytest-django does the same)."""
+    name = settings.DATABASES["default"]["TEST"]["NAME"]
+    return f"{name}_{XDIST_WORKER}" if XDIST_WORKER and not name.endswith(XDIST_WORKER) else name
 
 
 def child_environment(**overrides) -> dict:

@@ -27,6 +27,9 @@ WORKER_FIXTURES = {"worker", "beat", "pipeline"}
 def pytest_configure(config):
     assert not settings.REDIS_URL.endswith("/0"), "run tests through `make test` (REDIS_URL=.../15)"
     TransactionTestCase._fixture_teardown = _empty_every_table
+    # Every admin test makes a user; PBKDF2's million rounds cost a quarter second each time.
+    # No test is about password hashing, and the fast hasher checks a password the same way.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     _broker_of_this_run()
 
 
@@ -36,7 +39,7 @@ def _broker_of_this_run():
     of the demo reaches them. (A Redis broker is a database of REDIS_URL's server already.)"""
     if not settings.CELERY_BROKER_URL.startswith("amqp"):
         return
-    url = broker.with_vhost(settings.CELERY_BROKER_URL, settings.DATABASES["default"]["TEST"]["NAME"])
+    url = broker.with_vhost(settings.CELERY_BROKER_URL, child_processes.database_of_this_run())
     broker.ensure_vhost(settings.CELERY_BROKER_MANAGEMENT_URL, url, fresh=True)
     settings.CELERY_BROKER_URL = url
     current_app.conf.broker_url = url

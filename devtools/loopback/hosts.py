@@ -27,7 +27,9 @@ def serve_http(handler: type[BaseHTTPRequestHandler]) -> LoopbackHTTPServer:
     """An HTTP server on a free loopback port, serving in a daemon thread; `shutdown()` and
     `server_close()` end it."""
     server = LoopbackHTTPServer((LOOPBACK, 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the serving loop's next poll: socketserver's default half second
+    # was a half second at the end of every test with a receiver.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return server
 
 

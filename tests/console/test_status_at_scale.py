@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from omnium.clients.models import Client, Destination
 from omnium.delivery.models import SenderState
 from omnium.delivery.status import PAGE_SIZE
+from tests import database_snapshots
 
 pytestmark = pytest.mark.django_db
 
@@ -20,8 +21,7 @@ SECONDS = 1.0
 KINDS = {"webhook": {"url": "https://hooks.example.com/feeds"}, "redis": {}}
 
 
-@pytest.fixture
-def five_thousand_destinations():
+def _make_five_thousand_destinations():
     clients = Client.objects.bulk_create([Client(name=f"client {n:04d}") for n in range(CLIENTS)])
     destinations = Destination.objects.bulk_create([
         Destination(client=clients[n % CLIENTS], name=f"destination {n:05d}", kind=kind, config=config)
@@ -33,7 +33,13 @@ def five_thousand_destinations():
                     last_error="Could not connect: the server refused the connection.\nTransportError: refused")
         for n, d in enumerate(destinations) if n % 10 in (0, 1)
     ])
-    return destinations
+
+
+@pytest.fixture
+def five_thousand_destinations():
+    """Made once a session (1.5 s), copied back for every later test (50 ms)."""
+    database_snapshots.made_once("five_thousand_destinations", _make_five_thousand_destinations,
+                                 ("clients_", "delivery_senderstate"))
 
 
 def _timed_get(admin_client, url: str):

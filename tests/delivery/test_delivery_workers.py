@@ -52,7 +52,9 @@ def calendar_seq(games) -> int:
     return FeedDocument.objects.get(doc_key=f"{games.code}/calendar").seq
 
 
-def test_a_hanging_destination_slows_nobody_else(small_games, subscribe, silent_host, pipeline):
+# `silent_host` after `pipeline`: torn down first, so the hanging send ends and the workers stop
+# at once instead of waiting out their 15 s for it.
+def test_a_hanging_destination_slows_nobody_else(small_games, subscribe, pipeline, silent_host):
     hanging = subscribe(small_games, webhook_settings(f"http://127.0.0.1:{silent_host.port}/x", send_timeout=30))
     healthy = [subscribe(small_games, redis_destination_settings()) for _ in range(3)]
     wait_until(lambda: all(delivered(d, calendar_seq(small_games)) for d in healthy), 10, message="first sends")

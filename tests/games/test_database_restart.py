@@ -24,7 +24,8 @@ def postgresql(action: str) -> None:
                    check=True, capture_output=True, timeout=60)
 
 
-@pytest.mark.servers  # it stops and starts the machine's PostgreSQL
+@pytest.mark.servers
+@pytest.mark.alone  # it stops and starts the machine's PostgreSQL, under every other test's feet
 def test_a_workflow_command_across_a_postgresql_restart_succeeds(small_games, caplog):
     fixture = Fixture.objects.filter(games=small_games).order_by("starts_at", "id").first()
     entry_id = fixture.competitors.first().entry_id

@@ -25,7 +25,8 @@ from omnium.transports.base import Transport, TransportError, temporary_name
 from omnium.transports.registry import TRANSPORTS
 
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-REDIS_TEST_URL = f"redis://{LOOPBACK}:6379/14"  # db 14 is ours to flush
+# Database 14 of the tests' Redis server (the machine's, or an xdist worker's own) is ours to flush.
+REDIS_TEST_URL = os.environ.get("REDIS_URL", f"redis://{LOOPBACK}:6379/15").rsplit("/", 1)[0] + "/14"
 _versions = itertools.count(int(time.time() * 1000))
 
 
