@@ -51,7 +51,12 @@ def test_a_scrape_sees_the_sends_builds_and_failures_of_every_process(small_game
     wait_until(lambda: DeliveryState.objects.get(destination=healthy).sent_seq > seq_before and delivered(healthy),
                15, message="the new version sent")
     requests.get(f"{api_url}/v1/feeds/{small_games.code}/calendar", timeout=5)  # no key: 401
-    after = scrape(api_url, TOKEN)
+
+    def failure_counted():
+        scraped = scrape(api_url, TOKEN)  # the refusing destination's first try may still be under way
+        return sample(scraped, "omnium_send_failures_total", transport="webhook", error_class="TransportError") and scraped
+
+    after = wait_until(failure_counted, 15, message="the refused send counted")
 
     def moved(name, **labels):
         return sample(after, name, **labels) - sample(before, name, **labels)
