@@ -32,6 +32,9 @@ def test_a_working_destination_is_reported_working_and_logged_as_a_test(admin_cl
     assert not SenderState.objects.filter(destination=destination).exists()  # health untouched
 
 
+SILENT_HOST_SENTENCES = ("The send did not finish within 2 s and was cut", "Connected, but the server did not answer within 2 s")
+
+
 def test_a_silent_host_is_reported_in_plain_words_within_the_deadline(admin_client, silent_host):
     destination = _webhook_destination(f"http://127.0.0.1:{silent_host.port}/f", send_timeout=2, connect_timeout=1)
     started = time.monotonic()
@@ -40,9 +43,12 @@ def test_a_silent_host_is_reported_in_plain_words_within_the_deadline(admin_clie
 
     assert time.monotonic() - started < 2 + 2
     assert "failed" in page
-    assert "The send did not finish within 2 s and was cut" in page
+    # The read timeout and the 2 s deadline end together: which one says so first is a race (the
+    # read timeout wins on a loaded machine). Either sentence tells the admin what happened.
+    said = [sentence for sentence in SILENT_HOST_SENTENCES if sentence in page]
+    assert said, "the page names neither the deadline nor the missing answer"
     attempt = DeliveryAttempt.objects.get(destination=destination)
-    assert attempt.is_test and attempt.ok is False and attempt.error.startswith("The send did not finish")
+    assert attempt.is_test and attempt.ok is False and attempt.error.startswith(said[0])
     assert not SenderState.objects.filter(destination=destination).exists()
 
 
