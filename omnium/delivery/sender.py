@@ -67,29 +67,47 @@ class OwedFile:
 # A back-off holds back only the versions that already failed: a file owed a version newer
 # than the one that failed is tried at once (ARCHITECTURE rule 7), so it comes first while the
 # destination waits. Dead letters are a record of what failed, never a block: they stay owed.
+#
+# The file is picked first, then joined: two index walks of `delivery_state_owed`, each
+# stopping at its first row (the second runs only if the first found nothing). Ordering every
+# owed row by a computed "waiting" flag instead cost a sort of all of them for each file sent:
+# 45 ms per send with 12,900 files owed, as a pull-cache destination is when a Games loads.
 NEXT_OWED = """
+WITH sender AS (
+    SELECT COALESCE(ss.paused, false) AS paused,
+           COALESCE(ss.retry_at > clock_timestamp(), false) AS backing_off,
+           COALESCE(ss.consecutive_failures, 0) AS failures
+    FROM (SELECT 1) AS one LEFT JOIN delivery_senderstate ss ON ss.destination_id = %(destination)s
+), picked AS (
+    (SELECT ds.* FROM delivery_state ds JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+     WHERE ds.destination_id = %(destination)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
+       AND (SELECT backing_off FROM sender) AND """ + NEWER_THAN_FAILED + """
+     ORDER BY ds.wanted_at, ds.id LIMIT 1)
+    UNION ALL
+    (SELECT ds.* FROM delivery_state ds JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+     WHERE ds.destination_id = %(destination)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
+     ORDER BY ds.wanted_at, ds.id LIMIT 1)
+    LIMIT 1
+)
 SELECT ds.id, ds.subscription_id, ds.doc_key, COALESCE(NULLIF(s.transform, ''), c.transform), s.file_name_template,
        COALESCE(s.include_version, c.include_version), COALESCE(s.include_result_marks, c.include_result_marks),
        g.code, d.seq, d.content_hash, d.changed_at, d.feed_type, d.filter,
-       d.built_at, COALESCE(ss.paused, false),
-       COALESCE(ss.retry_at > clock_timestamp(), false) AND NOT """ + NEWER_THAN_FAILED + """ AS waiting,
-       COALESCE(ss.consecutive_failures, 0)
-FROM delivery_state ds
-JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+       d.built_at, sender.paused, sender.backing_off AND NOT """ + NEWER_THAN_FAILED + """ AS waiting,
+       sender.failures
+FROM picked ds
+CROSS JOIN sender
+JOIN clients_subscription s ON s.id = ds.subscription_id
 JOIN clients_destination dst ON dst.id = ds.destination_id
 JOIN clients_client c ON c.id = dst.client_id
 JOIN feeds_feeddefinition fd ON fd.id = s.definition_id
 JOIN games_games g ON g.id = fd.games_id
 LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
-LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
-WHERE ds.destination_id = %s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
-ORDER BY waiting, ds.wanted_at, ds.id LIMIT 1
 """
 
 
 def next_owed(destination_id: int) -> OwedFile | None:
     with connection.cursor() as cursor:
-        cursor.execute(NEXT_OWED, [destination_id])
+        cursor.execute(NEXT_OWED, {"destination": destination_id})
         row = cursor.fetchone()
     if row is None:
         return None

@@ -5,6 +5,7 @@ import gzip
 
 import redis
 from django.db import connection
+from django.db.models import F
 
 from devtools.generator import Generator
 from omnium.delivery import lease, sender
@@ -93,3 +94,51 @@ def test_the_redis_destination_stores_the_gzip_body_write_if_newer(small_games, 
 
     assert int(stored[b"v"]) == document.seq
     assert gzip.decompress(stored[b"gz"]) == bytes(document.body)
+
+
+def _owe(destination, ages_s: dict[str, int], failed: tuple[str, ...] = ()) -> dict[str, int]:
+    """A file of each named feed type owed since `ages_s[name]` seconds ago; those in `failed`
+    owe only the version that failed, the others a version newer than one that failed. Returns
+    the state id of each."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    states = {}
+    for state in DeliveryState.objects.filter(destination=destination).select_related("subscription__definition"):
+        name = state.subscription.definition.feed_type
+        if name in ages_s and name not in states:  # one file of each feed type
+            state.wanted_seq, state.wanted_at = state.sent_seq + 1, timezone.now() - timedelta(seconds=ages_s[name])
+            state.failed_seq = state.wanted_seq if name in failed else state.sent_seq
+            state.save()
+            states[name] = state.pk
+    return states
+
+
+def test_the_longest_owed_file_is_sent_first_and_in_a_back_off_a_newer_version_before_the_failed_ones(
+        small_games, subscribe):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from omnium.clients.models import Subscription
+    from omnium.delivery.backoff import Gate
+    from omnium.delivery.models import SenderState
+
+    destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "medals", "entries"))
+    sender.drain(destination.pk)
+    states = _owe(destination, {"calendar": 30, "medals": 20, "entries": 10}, failed=("calendar", "medals"))
+
+    assert sender.next_owed(destination.pk).state_id == states["calendar"]  # no back-off: oldest first
+
+    SenderState.objects.update_or_create(destination=destination, defaults={
+        "retry_at": timezone.now() + timedelta(minutes=5), "consecutive_failures": 3})
+    owed = sender.next_owed(destination.pk)
+    assert (owed.state_id, owed.gate, owed.failures_before) == (states["entries"], None, 3)  # newer: at once
+
+    DeliveryState.objects.filter(pk=states["entries"]).update(failed_seq=F("wanted_seq"))
+    owed = sender.next_owed(destination.pk)
+    assert (owed.state_id, owed.gate) == (states["calendar"], Gate.WAITING)  # all failed: the oldest waits
+
+    Subscription.objects.filter(states__pk=states["calendar"]).update(active=False)
+    assert sender.next_owed(destination.pk).state_id == states["medals"]  # a retired subscription is skipped
