@@ -50,7 +50,8 @@ def options():
     parser.add_argument("--speed", type=float, default=100.0, help="replay speed (times real time)")
     parser.add_argument("--settle-seconds", type=float, default=180.0,
                         help="after the replay: how long every destination may take to catch up")
-    parser.add_argument("--delivery-workers", type=int, default=1)
+    parser.add_argument("--delivery-workers", type=int, default=2,
+                        help="two, as in production: one killed, the other carries on")
     parser.add_argument("--skip-postgres-restart", action="store_true")
     return parser.parse_args()
 
