@@ -46,7 +46,8 @@ lint: install
 # is spent waiting on servers, workers and deadlines, so four keep this machine's 2 cores busy
 # (measured: 491 s in one process, 209 s in three, 153 s in four). `worksteal`: an idle process
 # takes tests queued for a busy one, so the half-minute tests do not all end up at the tail.
-# Tests marked `alone` stop a service every process shares, so they run afterwards, by themselves.
+# Tests marked `alone` stop a service every process shares, or hold a latency bound (100 ms)
+# that the other processes would decide: they run afterwards, by themselves.
 TEST_PROCESSES ?= 4
 PARALLEL := -n $(TEST_PROCESSES) --dist worksteal
 
