@@ -175,9 +175,16 @@ def test_new_version_in_redis_is_served_within_100_ms_then_from_memory(listening
     _store_new_version(doc_key, first.version + 1, b'{"v": 2}')
     took = _wait_until(lambda: read_path().read(address).file.version == first.version + 1, "the new version")
     assert took < 0.1
-    redis_commands.clear()
-    assert read_path().read(address).file.plain == b'{"v": 2}'
-    assert redis_commands == []
+
+    def served_from_memory() -> bool:
+        # An invalidation that lands just after the new version was confirmed (seen once, with
+        # three other test processes on two cores) makes the next request ask Redis once more:
+        # a confirmation an invalidation may have overtaken is never trusted. Then memory serves.
+        redis_commands.clear()
+        served = read_path().read(address).file.plain
+        return served == b'{"v": 2}' and redis_commands == []
+
+    _wait_until(served_from_memory, "served from memory, asking Redis nothing", timeout=1.0)
 
 
 def test_change_during_a_version_check_is_not_trusted():
