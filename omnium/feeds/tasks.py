@@ -46,6 +46,11 @@ def build_due(lane: str) -> int:
     lanes = lanes_served_by(lane)
     built, started = 0, time.monotonic()
     while time.monotonic() - started < BUILD_LOOP_S:
+        # The outbox is read here too, before each claim: handle_changes tasks wait in the same
+        # queue as build loops like this one, and with both of a worker's slots building a flood
+        # of athlete pages, no new score became a pending build for 17 s (bench/gameday.py), so
+        # the calendar and results, which go first when due, were never due.
+        handle_changes()
         claimed_at = time.monotonic()
         claim = debounce.claim_next_due(lanes)
         if claim is None:
