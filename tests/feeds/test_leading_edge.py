@@ -16,7 +16,7 @@ from django.utils import timezone
 
 import omnium
 from devtools.waiting import wait_until
-from omnium.feeds import debounce
+from omnium.feeds import debounce, tasks
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture, OutboxEntry
@@ -45,6 +45,20 @@ def test_the_first_change_to_a_quiet_file_is_due_at_once(small_games):
 
     claim = debounce.claim_next_due([LIVE])
     assert claim is not None and claim.doc_key == calendar
+
+
+def test_a_build_loop_notes_changes_recorded_while_it_runs(small_games, clean_redis):
+    """No handle_changes task runs here (no worker): only the build loop itself reads the
+    outbox, as it must when its worker's slots are all busy building."""
+    doc_key = quiet_calendar(small_games)
+    seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
+    fixture = Fixture.objects.filter(games=small_games).order_by("starts_at", "id").first()
+    workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 4242})
+
+    tasks.build_due(LIVE)
+
+    assert FeedDocument.objects.get(doc_key=doc_key).seq > seq_before
+    assert not OutboxEntry.objects.filter(handled_at__isnull=True).exists()
 
 
 def test_a_change_within_the_quiet_period_after_a_version_waits_for_quiet(small_games):
