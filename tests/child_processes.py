@@ -6,9 +6,8 @@ from django.conf import settings
 from django.db import connection
 
 from devtools import processes
+from tests.dev_environment import XDIST_WORKER
 
-# pytest-xdist's worker name ("gw0", …), empty in a run without it.
-XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 # Each xdist worker's processes log apart: tests read a process's log for what it printed.
 LOG_DIR = processes.ROOT / "var" / "test-logs" / (XDIST_WORKER or "serial")
 

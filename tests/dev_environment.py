@@ -14,7 +14,9 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
+
+from devtools.processes import free_port
+from devtools.waiting import wait_until
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -38,32 +40,23 @@ os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8,::1/12
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _die_with_parent() -> None:
     """In the child: SIGTERM when the xdist worker that started it dies, however it dies."""
     ctypes.CDLL("libc.so.6").prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _own_redis_server() -> str:
-    port, data_dir = _free_port(), tempfile.mkdtemp(prefix=f"redis-{XDIST_WORKER}-")
+    port, data_dir = free_port(), tempfile.mkdtemp(prefix=f"redis-{XDIST_WORKER}-")
     server = subprocess.Popen(
         [shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", data_dir],
         stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     atexit.register(server.terminate)
     atexit.register(shutil.rmtree, data_dir, True)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return f"redis://127.0.0.1:{port}"
-        time.sleep(0.02)
-    raise RuntimeError(f"the redis-server of xdist worker {XDIST_WORKER} did not listen on {port}")
+    # devtools.private_redis.PrivateRedis would outlive a killed worker: this one dies with it.
+    wait_until(lambda: socket.create_connection(("127.0.0.1", port), timeout=0.2).close() or True, 10, 0.02,
+               f"the redis-server of xdist worker {XDIST_WORKER} listening on {port}", RuntimeError)
+    return f"redis://127.0.0.1:{port}"
 
 
 if XDIST_WORKER:
