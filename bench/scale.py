@@ -16,6 +16,7 @@ one JSON object.
                       finish creating the queues provisioning declared) and the largest
                       resident memory of one (after the fan-out)
   delivery_cpu_ms_per_send   the delivery workers' CPU time over the fan-out, per send
+  broker_cpu_ms_per_send     RabbitMQ's CPU time over the fan-out (and the award), per send
   sweep_deliveries_s  the sweeper with every destination (best of three, in this process)
   fanout_5000_s       one medal award to every destination: commit -> last confirmation;
                       it includes the medal-table stat job, the 1 s quiet period and the build
@@ -263,6 +264,12 @@ def cpu_seconds(pids) -> float:
     return total / ticks
 
 
+def broker_pids() -> list[int]:
+    """RabbitMQ's Erlang VM on this machine (none when the broker runs elsewhere)."""
+    found = subprocess.run(["pgrep", "-x", "beam.smp"], capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+
 def sweep_seconds() -> float:
     """The sweeper's run with every destination, best of three (the machine is shared)."""
     timings = []
@@ -318,9 +325,12 @@ def at_scale(args, games, awards, receiver, ids, env) -> dict:
         result["sweep_deliveries_s"] = sweep_seconds()
         log(f"fan-out to {len(ids)} destinations")
         delivery = [p.pid for p in running if p.name.startswith("bench-scale-delivery")]
-        cpu_before = cpu_seconds(delivery)
+        broker = broker_pids()
+        cpu_before, broker_cpu_before = cpu_seconds(delivery), cpu_seconds(broker)
         fanout = awards.award_next(ids, 300)
-        cpu_ms_per_send = (cpu_seconds(delivery) - cpu_before) * 1000 / max(1, fanout["sends"])
+        sends = max(1, fanout["sends"])
+        cpu_ms_per_send = (cpu_seconds(delivery) - cpu_before) * 1000 / sends
+        result["broker_cpu_ms_per_send"] = round((cpu_seconds(broker) - broker_cpu_before) * 1000 / sends, 1)
         result.update({"fanout_5000_s": fanout["seconds"], "fanout_5000_sends": fanout["sends"],
                        "fanout_5000_unconfirmed": fanout["unconfirmed"], "sends_per_s": fanout["sends_per_s"],
                        "delivery_cpu_ms_per_send": round(cpu_ms_per_send, 1),

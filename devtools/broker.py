@@ -34,7 +34,15 @@ def ensure_vhost(management_url: str, broker_url: str, *, fresh: bool = False) -
           json={"configure": ".*", "write": ".*", "read": ".*"}, ok=(201, 204))
 
 
-def _call(method: str, url: str, ok: tuple[int, ...], timeout: float = TIMEOUT_S, **kwargs) -> None:
+def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]:
+    """The management API's list of `kind` ("consumers", "channels", "queues") in the vhost of
+    `broker_url`."""
+    vhost = quote(urlsplit(broker_url).path.lstrip("/") or "/", safe="")
+    path = f"vhosts/{vhost}/channels" if kind == "channels" else f"{kind}/{vhost}"
+    return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
+
+
+def _call(method: str, url: str, ok: tuple[int, ...], timeout: float = TIMEOUT_S, **kwargs) -> requests.Response:
     parts = urlsplit(url)
     auth = (parts.username or "guest", parts.password or "guest")
     bare = urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
@@ -42,3 +50,4 @@ def _call(method: str, url: str, ok: tuple[int, ...], timeout: float = TIMEOUT_S
     if reply.status_code not in ok:
         raise RuntimeError(f"RabbitMQ management API: {method.upper()} {parts.path} answered "
                            f"{reply.status_code} {reply.text[:200]}")
+    return reply

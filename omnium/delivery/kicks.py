@@ -4,6 +4,10 @@ A kick is a `drain_destination` message on the destination's own queue, sent by 
 (`routing.DRAIN_DESTINATION`), so every module that kicks (fan-out, back-off, the control
 actions, the sender itself) depends on this small module and not on the task module that
 imports them all. A lost kick costs only time: the sweeper re-kicks from PostgreSQL.
+
+So kicks are transient messages (in durable queues): RabbitMQ keeps them in memory, and
+writes none of them to disk. A broker restart loses the waiting ones, and the sweeper
+re-kicks their destinations within seconds.
 """
 
 import logging
@@ -14,12 +18,14 @@ from omnium.routing import DRAIN_DESTINATION, delivery_queue_declaration
 
 log = logging.getLogger(__name__)
 
+TRANSIENT = 1  # AMQP delivery mode: kept in memory only
+
 
 def kick(destination_id: int, countdown: float = 0) -> None:
     """Hint the destination's sender that it has owed work."""
     try:
         current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=delivery_queue_declaration(destination_id),
-                              countdown=countdown)
+                              countdown=countdown, delivery_mode=TRANSIENT)
     except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
         log.warning("could not kick destination %s", destination_id, exc_info=True)
 
@@ -37,7 +43,7 @@ def kick_all(destination_ids) -> None:
             with producer.batch():
                 for destination_id, queue in zip(destination_ids, queues, strict=True):
                     current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=queue, producer=producer,
-                                          declare=[])
+                                          declare=[], delivery_mode=TRANSIENT)
     except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
         log.warning("could not kick %d destinations", len(destination_ids), exc_info=True)
 

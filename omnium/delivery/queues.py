@@ -25,7 +25,9 @@ def destination_ids() -> list[int]:
 
 
 def is_delivery_worker(consumer) -> bool:
-    return consumer.task_consumer is not None and consumer.task_consumer.consuming_from(DELIVERY_CONTROL_QUEUE)
+    """By the queues it is set to consume (it may not have started consuming yet)."""
+    task_consumer = consumer.task_consumer
+    return task_consumer is not None and any(queue.name == DELIVERY_CONTROL_QUEUE for queue in task_consumer.queues)
 
 
 def consumed_destinations(consumer) -> set[int]:

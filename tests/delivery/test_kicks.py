@@ -4,12 +4,13 @@ import queue
 
 from celery import current_app
 
-from omnium.delivery.kicks import kick_all
+from omnium.delivery.kicks import TRANSIENT, kick, kick_all
 from omnium.routing import delivery_queue_declaration
 
 
-def _drain_messages(destination_id) -> list:
-    """The drain tasks waiting on a destination's queue, as (task name, args), taken off it."""
+def _drain_messages(destination_id, delivery_modes=None) -> list:
+    """The drain tasks waiting on a destination's queue, as (task name, args), taken off it;
+    each one's AMQP delivery mode is appended to `delivery_modes`."""
     found = []
     with current_app.connection_for_read() as connection:
         waiting = connection.SimpleQueue(delivery_queue_declaration(destination_id))
@@ -17,6 +18,8 @@ def _drain_messages(destination_id) -> list:
             while True:
                 message = waiting.get(timeout=0.5)
                 found.append((message.headers["task"], message.decode()[0]))
+                if delivery_modes is not None:
+                    delivery_modes.append(message.properties["delivery_mode"])
                 message.ack()
         except queue.Empty:
             return found
@@ -31,3 +34,15 @@ def test_kicking_many_destinations_puts_one_drain_task_on_each_ones_queue():
 
     for destination_id in destinations:
         assert _drain_messages(destination_id) == [("omnium.delivery.tasks.drain_destination", [destination_id])]
+
+
+def test_kicks_are_transient_messages_the_broker_keeps_in_memory_only():
+    """Hints, not records: a broker restart may lose them (the sweeper re-kicks), and RabbitMQ
+    writes none of them to disk."""
+    modes = []
+
+    kick(9_000_010)
+    kick_all([9_000_011])
+
+    assert _drain_messages(9_000_010, modes) + _drain_messages(9_000_011, modes) != []
+    assert modes == [TRANSIENT, TRANSIENT]
