@@ -11,7 +11,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
 app = Celery("omnium")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-app.steps["consumer"].add("omnium.delivery.prefetch:PerDestinationPrefetch")
+app.steps["consumer"].add("omnium.delivery.consumer_start:DeliveryConsumerStart")
 
 from omnium import worker_connections  # noqa: E402,F401  (connects its task signals)
 from omnium.metrics import process_files  # noqa: E402

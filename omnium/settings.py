@@ -166,6 +166,10 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+# Statements run through omnium.server_binding's cursors are prepared on their connection
+# once run five times (Django's own cursors bind on the client and never prepare). Behind a
+# pooler in transaction mode, set it to null, or use PgBouncer 1.21+ with max_prepared_statements.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 5)
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str(
     "TEST_DATABASE_NAME", default="test_omnium"
 )

@@ -13,9 +13,9 @@ from datetime import datetime
 
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks, Rendered
-from omnium.feeds.bodies import binary_cursor
 from omnium.feeds.models import FeedDocument
 from omnium.memory_lru import ByteBoundedLru
+from omnium.server_binding import server_binding_cursor
 
 CACHE_BYTES = 96 * 1024 * 1024
 
@@ -62,7 +62,7 @@ def _body(version: CurrentVersion) -> bytes:
 def _read_body(version: CurrentVersion) -> bytes:
     # By seq, not just doc_key: a newer version may have replaced the row meanwhile; then
     # this version's body is gone and the newer one is sent on the next turn.
-    with binary_cursor(binary_results=True) as cursor:
+    with server_binding_cursor(binary_results=True) as cursor:
         cursor.execute("SELECT seq, built_at, body FROM feeds_feeddocument WHERE doc_key = %s", [version.doc_key])
         row = cursor.fetchone()
     if row is None or (row[0], row[1]) != (version.seq, version.built_at):

@@ -5,13 +5,11 @@ from datetime import timedelta
 from celery import shared_task
 from django.db import connection
 from django.utils import timezone
-from redis.exceptions import RedisError
 
 from omnium.conf import omnium_setting
 from omnium.delivery import behind_alert, health, queues, sender
-from omnium.delivery.kicks import kick_all
+from omnium.delivery.kicks import kick_all, without_a_kick_on_its_way
 from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt
-from omnium.redis_client import redis_client
 from omnium.transports.base import TIMEOUT_SETTINGS
 
 
@@ -33,10 +31,6 @@ WHERE (ds.wanted_seq > ds.sent_seq OR ds.force_resend)
   -- most likely has its kick in the queue already
   AND (ds.wanted_at < clock_timestamp() - interval '3 seconds' OR ds.force_resend)
 """
-
-# The sweeper re-kicks one destination at most this often: while a backlog drains, its
-# queued kicks are still on their way, and re-kicking every sweep would multiply them.
-REKICK_EVERY_S = 10
 
 TIMERS_DUE = """
 UPDATE delivery_state ds SET force_resend = true
@@ -82,24 +76,11 @@ def sweep_deliveries() -> dict:
         cursor.execute(NEEDS_A_KICK)
         idle = [row[0] for row in cursor.fetchall()]
     queues.announce(queues.destination_ids(), complete=True)
-    kicked = _not_rekicked_in_a_while(idle)
+    kicked = without_a_kick_on_its_way(idle)  # the others' kicks wait in their queues
     kick_all(kicked)
     behind = behind_alert.check_behind()
     abandoned = close_abandoned_attempts()
     return {"kicked": len(kicked), "timers_due": timers, "behind": behind, "abandoned_attempts": abandoned}
-
-
-def _not_rekicked_in_a_while(destination_ids: list[int]) -> list[int]:
-    """Those of these destinations not re-kicked in the last REKICK_EVERY_S, marked now (one
-    pipelined round trip: after an outage all 5,000 destinations can be waiting)."""
-    try:
-        pipe = redis_client().pipeline(transaction=False)
-        for destination_id in destination_ids:
-            pipe.set(f"omnium:rekicked:{destination_id}", 1, ex=REKICK_EVERY_S, nx=True)
-        first = pipe.execute()
-    except RedisError:  # without Redis, re-kick every sweep: duplicates are harmless, losses are not
-        return list(destination_ids)
-    return [destination_id for destination_id, new in zip(destination_ids, first, strict=True) if new]
 
 
 @shared_task

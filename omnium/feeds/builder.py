@@ -16,7 +16,6 @@ import psycopg.errors
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from omnium.feeds.bodies import binary_cursor
 from omnium.feeds.canonical import canonical, dependencies_hash, iso_time
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.models import FeedDefinition
@@ -24,6 +23,7 @@ from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES, RESOLVERS
 from omnium.feeds.resolvers.base import Resolved
 from omnium.feeds.signals import file_version_committed, file_version_saved
 from omnium.metrics.families import build_duration
+from omnium.server_binding import server_binding_cursor
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ WHERE EXCLUDED.seq > doc.seq
 
 def _upsert(definition, key: FileKey, body, content_hash, deps_hash, seq, changed_at) -> bool:
     """Save the new version; False if a newer version is already saved."""
-    with binary_cursor() as cursor:
+    with server_binding_cursor() as cursor:
         cursor.execute(UPSERT, [
             str(key), definition.pk, definition.games_id, key.feed_type, key.filter, body, len(body),
             content_hash, deps_hash, seq, changed_at,

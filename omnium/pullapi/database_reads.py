@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from omnium.feeds.bodies import binary_cursor
+from omnium.server_binding import server_binding_cursor
 
 
 @dataclass(frozen=True)
@@ -13,14 +13,14 @@ class StoredFile:
 
 
 def current_document(doc_key: str) -> StoredFile | None:
-    with binary_cursor(binary_results=True) as cursor:
+    with server_binding_cursor(binary_results=True) as cursor:
         cursor.execute("SELECT seq, content_hash, body FROM feeds_feeddocument WHERE doc_key = %s", [doc_key])
         return _stored(cursor.fetchone())
 
 
 def newest_public_document(feed_type: str, filter: str) -> StoredFile | None:
     """A public document named without its Games (a fixture or athlete id is unique)."""
-    with binary_cursor(binary_results=True) as cursor:
+    with server_binding_cursor(binary_results=True) as cursor:
         cursor.execute(
             "SELECT seq, content_hash, body FROM feeds_feeddocument WHERE feed_type = %s AND filter = %s"
             " ORDER BY seq DESC LIMIT 1",

@@ -10,9 +10,9 @@ from django.db import connection
 from devtools.broker import vhost_listing
 from devtools.loopback.hosts import HoldingReceiver as SlowReceiver
 from devtools.waiting import wait_until
+from omnium.delivery.consumer_start import PREFETCH_PER_DESTINATION
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
-from omnium.delivery.prefetch import PREFETCH_PER_DESTINATION
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture

@@ -1,11 +1,16 @@
 """Kicks: the post-commit hints that wake a destination's sender, on its own queue."""
 
 import queue
+from datetime import timedelta
 
 from celery import current_app
+from django.utils import timezone
 
+from omnium.delivery import kicks, tasks
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
+from omnium.delivery.models import DeliveryState
 from omnium.routing import delivery_queue_declaration
+from tests.delivery.fixtures import webhook_settings
 
 
 def _drain_messages(destination_id, delivery_modes=None) -> list:
@@ -46,3 +51,25 @@ def test_kicks_are_transient_messages_the_broker_keeps_in_memory_only():
 
     assert _drain_messages(9_000_010, modes) + _drain_messages(9_000_011, modes) != []
     assert modes == [TRANSIENT, TRANSIENT]
+
+
+def test_the_sweeper_re_kicks_only_destinations_whose_kick_is_not_on_its_way(small_games, subscribe, clean_redis,
+                                                                            monkeypatch):
+    """While a fan-out drains, its kicks wait in their queues: re-kicking every destination
+    owed work for more than 3 s doubled the drain tasks. A drain that starts clears the mark."""
+    ids = [subscribe(small_games, webhook_settings("http://127.0.0.1:9/k")).pk for _ in range(3)]  # each kicked
+    DeliveryState.objects.update(wanted_at=timezone.now() - timedelta(minutes=5))
+    swept = []
+    monkeypatch.setattr(tasks, "kick_all", swept.append)
+
+    def sweep() -> list[int]:
+        swept.clear()
+        tasks.sweep_deliveries()
+        return sorted(swept[0])
+
+    assert sweep() == []
+    kicks.arrived(ids[1])  # its drain started (and, here, ended with the work still owed)
+    assert sweep() == [ids[1]]
+    assert sweep() == []  # the sweeper's own kick is on its way now
+    kicks.forget_all_on_their_way()  # a delivery worker reconnected: the broker may have lost them
+    assert sweep() == sorted(ids)

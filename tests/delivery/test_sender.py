@@ -2,6 +2,7 @@
 
 import dataclasses
 import gzip
+import time
 
 import redis
 from django.db import connection
@@ -67,8 +68,9 @@ def test_sent_seq_never_moves_backwards(small_games, subscribe):
     owed = sender.next_owed(destination.pk)
     stale = dataclasses.replace(owed.version, seq=state.sent_seq - 1, content_hash=b"x" * 32)
 
+    attempt = sender._open_attempt(destination, owed, stale.seq)
     sender._record_proof(destination, owed, stale, type("R", (), {"body": b"old"})(),
-                         type("Rc", (), {"text": "old"})(), "p")
+                         type("Rc", (), {"text": "old"})(), "p", attempt, time.monotonic())
 
     assert DeliveryState.objects.get(pk=state.pk).sent_seq == state.sent_seq
 

@@ -1,7 +1,7 @@
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from omnium.feeds.bodies import binary_cursor
+from omnium.server_binding import server_binding_cursor
 
 
 @pytest.fixture
@@ -15,9 +15,9 @@ def scratch(db):
 
 def test_bytes_go_in_and_come_out_exactly(scratch):
     body = bytes(range(256)) * 4096 + b"\x00"
-    with binary_cursor() as cursor:
+    with server_binding_cursor() as cursor:
         cursor.execute("INSERT INTO scratch VALUES (1, %s)", [body])
-    with binary_cursor(binary_results=True) as cursor:
+    with server_binding_cursor(binary_results=True) as cursor:
         cursor.execute("SELECT body FROM scratch WHERE id = %s", [1])
         assert cursor.fetchone()[0] == body
     with connection.cursor() as cursor:  # and Django's own cursor reads the same bytes
@@ -27,7 +27,7 @@ def test_bytes_go_in_and_come_out_exactly(scratch):
 
 def test_it_works_in_django_s_transaction(scratch):
     with pytest.raises(RuntimeError), transaction.atomic():
-        with binary_cursor() as cursor:
+        with server_binding_cursor() as cursor:
             cursor.execute("INSERT INTO scratch VALUES (2, %s)", [b"rolled back"])
         raise RuntimeError("stop")
     with connection.cursor() as cursor:
@@ -36,10 +36,10 @@ def test_it_works_in_django_s_transaction(scratch):
 
 
 def test_its_errors_are_django_s(scratch):
-    with binary_cursor() as cursor:
+    with server_binding_cursor() as cursor:
         cursor.execute("INSERT INTO scratch VALUES (3, %s)", [b"first"])
-    with pytest.raises(IntegrityError), transaction.atomic(), binary_cursor() as cursor:
+    with pytest.raises(IntegrityError), transaction.atomic(), server_binding_cursor() as cursor:
         cursor.execute("INSERT INTO scratch VALUES (3, %s)", [b"second"])
-    with binary_cursor(binary_results=True) as cursor:
+    with server_binding_cursor(binary_results=True) as cursor:
         cursor.execute("SELECT body FROM scratch WHERE id = 3")
         assert cursor.fetchone()[0] == b"first"
