@@ -58,20 +58,41 @@ def destination_key(destination_id: int) -> str:
 
 def publish_status(destination_id: int, status: Status, errors: int = 0, last_success: float | None = None,
                    backoff_s: float = 0.0) -> None:
+    _quietly(lambda r: _status_into(r, destination_id, status, errors, last_success, backoff_s))
+
+
+def _status_into(r, destination_id: int, status: Status, errors: int = 0, last_success: float | None = None,
+                 backoff_s: float = 0.0) -> None:
     fields = {"status": status, "errors": errors, "backoff_s": round(backoff_s, 1), "updated": time.time()}
     if last_success is not None:
         fields["last_success"] = last_success
-    _quietly(lambda r: r.hset(destination_key(destination_id), mapping=fields))
+    r.hset(destination_key(destination_id), mapping=fields)
 
 
 def record_event(kind: str, destination_id: int | None = None, **details) -> None:
     """Add an event (sent, failed, paused, alert_opened…) to the capped log."""
-    event = json.dumps({"at": time.time(), "kind": kind, "destination": destination_id, **details}, default=str)
 
     def push(r):
         pipe = r.pipeline()
-        pipe.lpush(EVENT_LOG, event)
-        pipe.ltrim(EVENT_LOG, 0, EVENT_LOG_SIZE - 1)
+        _event_into(pipe, kind, destination_id, **details)
+        pipe.execute()
+
+    _quietly(push)
+
+
+def _event_into(pipe, kind: str, destination_id: int | None, **details) -> None:
+    event = json.dumps({"at": time.time(), "kind": kind, "destination": destination_id, **details}, default=str)
+    pipe.lpush(EVENT_LOG, event)
+    pipe.ltrim(EVENT_LOG, 0, EVENT_LOG_SIZE - 1)
+
+
+def publish_sent(destination_id: int, status: Status, **details) -> None:
+    """A send's status and its "sent" event, in one round trip (every send publishes both)."""
+
+    def push(r):
+        pipe = r.pipeline()
+        _status_into(pipe, destination_id, status, last_success=time.time())
+        _event_into(pipe, "sent", destination_id, **details)
         pipe.execute()
 
     _quietly(push)

@@ -12,9 +12,8 @@ process's own clock, which ran on while it was frozen.
 
 import uuid
 
-from django.db import connection
-
 from omnium import claim_renewal
+from omnium.server_binding import server_binding_cursor
 
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
@@ -30,14 +29,14 @@ RETURNING lease_token
 def acquire(destination_id: int) -> uuid.UUID | None:
     """The lease's token, or None if another sender holds it."""
     token = uuid.uuid4()
-    with connection.cursor() as cursor:
+    with server_binding_cursor() as cursor:  # prepared: run for every drain
         cursor.execute(ACQUIRE, {"id": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
         return token if cursor.fetchone() else None
 
 
 def renew(destination_id: int, token: uuid.UUID) -> bool:
     """Extend the lease; False if it was lost (expired and taken), so the holder must stop."""
-    with connection.cursor() as cursor:
+    with server_binding_cursor() as cursor:  # prepared: run for every drain
         cursor.execute(
             "UPDATE delivery_senderstate SET lease_until = clock_timestamp() + %s * interval '1 second'"
             " WHERE destination_id = %s AND lease_token = %s",
@@ -48,7 +47,7 @@ def renew(destination_id: int, token: uuid.UUID) -> bool:
 
 def seconds_left(destination_id: int) -> float:
     """How long until the destination's current lease expires (0: none, or expired)."""
-    with connection.cursor() as cursor:
+    with server_binding_cursor() as cursor:  # prepared: run for every drain
         cursor.execute("SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_until - clock_timestamp()))"
                        " FROM delivery_senderstate WHERE destination_id = %s", [destination_id])
         row = cursor.fetchone()
@@ -56,7 +55,7 @@ def seconds_left(destination_id: int) -> float:
 
 
 def release(destination_id: int, token: uuid.UUID) -> None:
-    with connection.cursor() as cursor:
+    with server_binding_cursor() as cursor:  # prepared: run for every drain
         cursor.execute(
             "UPDATE delivery_senderstate SET lease_token = NULL, lease_until = NULL"
             " WHERE destination_id = %s AND lease_token = %s",

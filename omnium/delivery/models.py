@@ -53,7 +53,11 @@ class DeliveryState(models.Model):
             models.UniqueConstraint(fields=["subscription", "doc_key"], name="one_state_per_subscription_file"),
         ]
         indexes = [
-            models.Index(fields=["destination", "wanted_at"], name="delivery_state_owed",
+            # The sender's pick, in its order (wanted_at, then id): with the id in the index the
+            # plan made once for every destination (the pick is a prepared statement) walks this
+            # index; without it, that plan walked delivery_state_waiting through every
+            # destination's owed rows and sorted them.
+            models.Index(fields=["destination", "wanted_at", "id"], name="delivery_state_owed_in_order",
                          condition=Q(wanted_seq__gt=F("sent_seq")) | Q(force_resend=True)),
             # Owed work by age: the sweeper and the "behind" check look at the oldest first.
             models.Index(fields=["wanted_at"], name="delivery_state_waiting",

@@ -9,6 +9,7 @@ statement that only moves `sent_seq` forward. A failure backs off this destinati
 import hashlib
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -69,14 +70,14 @@ class OwedFile:
 # than the one that failed is tried at once (ARCHITECTURE rule 7), so it comes first while the
 # destination waits. Dead letters are a record of what failed, never a block: they stay owed.
 #
-# The file is picked first, then joined: two index walks of `delivery_state_owed`, each
+# The file is picked first, then joined: two index walks of `delivery_state_owed_in_order`, each
 # stopping at its first row (the second runs only if the first found nothing). Ordering every
 # owed row by a computed "waiting" flag instead cost a sort of all of them for each file sent:
 # 45 ms per send with 12,900 files owed, as a pull-cache destination is when a Games loads.
 _OWED_HERE = """
 SELECT ds.* FROM delivery_state ds JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
 WHERE ds.destination_id = %(destination)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)"""
-_FIRST = " ORDER BY ds.wanted_at, ds.id LIMIT 1"
+_FIRST = " ORDER BY ds.wanted_at, ds.id LIMIT 1"  # delivery_state_owed_in_order's order
 NEXT_OWED = """
 WITH sender AS (
     SELECT COALESCE(ss.paused, false) AS paused,
@@ -179,15 +180,27 @@ def _look_again_when_the_lease_ends(destination_id: int) -> None:
         kick(destination_id, countdown=left + 0.1)
 
 
+@dataclass
+class HeldLease:
+    """The lease a drain holds: its token, its renewal, and whether a proof let it go."""
+
+    token: uuid.UUID
+    claim: claim_renewal.HeldClaim
+    released: bool = False
+
+
 def _drain_and_release(destination: Destination, token, started: float, claimed_at: float) -> str:
     destination_id = destination.pk
-    claim = claim_renewal.hold(f"destination {destination_id}", lambda: lease.renew(destination_id, token),
-                               claimed_at)
+    held = HeldLease(token, claim_renewal.hold(f"destination {destination_id}",
+                                               lambda: lease.renew(destination_id, token), claimed_at))
     try:
-        outcome = _drain_under_lease(destination, claim, started)
+        outcome = _drain_under_lease(destination, held, started)
     finally:
-        claim_renewal.let_go(claim)
-        lease.release(destination_id, token)
+        claim_renewal.let_go(held.claim)
+        if not held.released:
+            lease.release(destination_id, token)
+    if held.released:
+        return outcome  # let go by the last proof, which saw nothing else owed (RECORD_PROOF)
     # A kick that arrived while we held the lease returned at once: look again, so that no
     # wake-up is lost between our last look and the release.
     if outcome == Outcome.DRAINED and (owed := next_owed(destination_id)) and owed.gate is None:
@@ -195,7 +208,7 @@ def _drain_and_release(destination: Destination, token, started: float, claimed_
     return outcome
 
 
-def _drain_under_lease(destination: Destination, claim: claim_renewal.HeldClaim, started: float) -> str:
+def _drain_under_lease(destination: Destination, held: HeldLease, started: float) -> str:
     destination_id = destination.pk
     if not destination.can_send() or not DeliverySwitch.is_on():
         return Outcome.OFF
@@ -206,17 +219,20 @@ def _drain_under_lease(destination: Destination, claim: claim_renewal.HeldClaim,
             return Outcome.IDLE
         if time.monotonic() - started > DRAIN_BUDGET_S:
             return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
-        if not claim.held():
+        if not held.claim.held():
             return Outcome.LOST_LEASE
-        if not send_one(destination, owed, still_ours=claim.held):
+        if not send_one(destination, owed, still_ours=held.claim.held, held=held):
             return Outcome.FAILED
+        if held.released:
+            return Outcome.DRAINED
         sent += 1
     return Outcome.DRAINED if sent else Outcome.IDLE
 
 
-def send_one(destination: Destination, owed: OwedFile, still_ours=None) -> bool:
+def send_one(destination: Destination, owed: OwedFile, still_ours=None, held: HeldLease | None = None) -> bool:
     """Push the current version of one owed file; True when its proof is recorded.
-    `still_ours()` is asked just before the send becomes visible at the destination (the fence)."""
+    `still_ours()` is asked just before the send becomes visible at the destination (the fence).
+    With the drain's lease `held`, the proof lets it go if nothing else is owed."""
     version = owed.version
     if version is None:  # the file was removed; nothing to send
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
@@ -237,14 +253,16 @@ def send_one(destination: Destination, owed: OwedFile, still_ours=None) -> bool:
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt_id, exc, started)
         return False
-    age_ms, paused = _record_proof(destination, owed, version, rendered, receipt, path, attempt_id, started)
+    age_ms, paused, released = _record_proof(destination, owed, version, rendered, receipt, path, attempt_id, started,
+                                             held.token if held else None)
+    if held is not None and released:
+        held.released = True
     count_send(destination.kind, destination.client.name, age_ms)
     # On every success, not only after failures: a healthy destination must not look unknown.
-    health.publish_status(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING, last_success=time.time())
+    health.publish_sent(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING,
+                        doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body), age_ms=age_ms)
     if owed.failures_before:
         backoff.recovered(destination)
-    health.record_event("sent", destination.pk, doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body),
-                        age_ms=age_ms)
     return True
 
 
@@ -279,6 +297,12 @@ def _worker_name() -> str:
 # commit (every commit waits for the WAL to reach disk: a new version sent to 20 destinations
 # at once made 20 more of them); it also reads whether a pause arrived meanwhile, so that the
 # status published after it stays true.
+#
+# And when nothing else is owed here, it lets the lease go (given its token): the statements
+# that followed the last send (a look for more, the release, a look again) were a third of a
+# fan-out's statements. No wake-up is lost: work committed before this statement began is
+# seen here and keeps the lease; the kick of work committed after it finds the lease's row
+# locked by this statement, waits for its commit, and then takes the lease.
 RECORD_PROOF = """
 WITH proof AS (
 UPDATE delivery_state SET
@@ -289,33 +313,40 @@ UPDATE delivery_state SET
     force_resend = false, last_error = '', last_attempt_at = clock_timestamp(),
     failed_seq = 0, dead_lettered_at = NULL
 WHERE id = %(id)s AND (sent_seq < %(seq)s OR force_resend)
-RETURNING age_ms),
+RETURNING age_ms, wanted_seq > sent_seq AS still_owed),
+done AS (
+SELECT %(token)s::uuid IS NOT NULL AND NOT COALESCE((SELECT still_owed FROM proof), true)
+       AND NOT EXISTS (SELECT 1 FROM delivery_state ds WHERE ds.destination_id = %(destination)s
+                       AND ds.id <> %(id)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)) AS nothing_owed),
 success AS (
 UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive_failures = 0,
-    retry_at = NULL, last_error = ''
+    retry_at = NULL, last_error = '',
+    lease_token = CASE WHEN (SELECT nothing_owed FROM done) AND lease_token = %(token)s THEN NULL ELSE lease_token END,
+    lease_until = CASE WHEN (SELECT nothing_owed FROM done) AND lease_token = %(token)s THEN NULL ELSE lease_until END
 WHERE destination_id = %(destination)s
-RETURNING paused),
+RETURNING paused, lease_token IS NULL AS released),
 attempt AS (
 UPDATE delivery_deliveryattempt SET ok = true, duration_ms = %(duration_ms)s, bytes = %(bytes)s,
     receipt = %(receipt)s, age_ms = (SELECT age_ms FROM proof)
 WHERE id = %(attempt)s)
-SELECT (SELECT age_ms FROM proof), COALESCE((SELECT paused FROM success), false)
+SELECT (SELECT age_ms FROM proof), COALESCE((SELECT paused FROM success), false),
+       COALESCE((SELECT released FROM success), false) AND %(token)s::uuid IS NOT NULL
 """
 
 
 def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path: str, attempt_id: int,
-                  started: float) -> tuple[int | None, bool]:
+                  started: float, lease_token: uuid.UUID | None = None) -> tuple[int | None, bool, bool]:
     """Record the proof (forward only) and the attempt's success; returns the file's age at
-    the send (None if a newer proof was there already) and whether the destination is paused now."""
-    with connection.cursor() as cursor:
+    the send (None if a newer proof was there already), whether the destination is paused
+    now, and whether the lease of `lease_token` was let go (nothing else owed)."""
+    with server_binding_cursor() as cursor:  # prepared
         cursor.execute(RECORD_PROOF, {
             "id": owed.state_id, "destination": destination.pk, "seq": document.seq, "hash": document.content_hash,
             "bytes": len(rendered.body), "bytes_sha256": hashlib.sha256(rendered.body).digest(),
             "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
-            "attempt": attempt_id, "duration_ms": _duration_ms(started),
+            "attempt": attempt_id, "duration_ms": _duration_ms(started), "token": lease_token,
         })
-        age_ms, paused = cursor.fetchone()
-    return age_ms, paused
+        return cursor.fetchone()
 
 
 def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception, started: float) -> None:

@@ -10,7 +10,7 @@ from django.db.models import F
 
 from devtools.generator import Generator
 from omnium.delivery import lease, sender
-from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
@@ -144,3 +144,30 @@ def test_the_longest_owed_file_is_sent_first_and_in_a_back_off_a_newer_version_b
 
     Subscription.objects.filter(states__pk=states["calendar"]).update(active=False)
     assert sender.next_owed(destination.pk).state_id == states["medals"]  # a retired subscription is skipped
+
+
+def test_the_last_proof_lets_the_lease_go_unless_a_version_became_owed_during_the_send(small_games, subscribe,
+                                                                                       monkeypatch):
+    """The proof of the last owed file releases the lease in the same statement; a version
+    owed while that file was on its way keeps the lease, and the same drain sends it."""
+    destination = subscribe(small_games, redis_destination_settings())
+    real_transport_for, versions_sent, newer = sender.transport_for, [], []
+
+    class ANewVersionDuringTheFirstSend:
+        def __init__(self, transport):
+            self.transport = transport
+
+        def send(self, body, path, **options):
+            versions_sent.append(options["version"])
+            if len(versions_sent) == 1:
+                newer.append(change_and_rebuild(small_games, 91))  # committed before this proof
+            return self.transport.send(body, path, **options)
+
+    monkeypatch.setattr(sender, "transport_for", lambda d: ANewVersionDuringTheFirstSend(real_transport_for(d)))
+
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+
+    assert versions_sent == [versions_sent[0], newer[0]] and newer[0] > versions_sent[0]
+    assert DeliveryState.objects.get(destination=destination).sent_seq == newer[0]
+    assert SenderState.objects.get(destination=destination).lease_token is None
+    assert sender.next_owed(destination.pk) is None
