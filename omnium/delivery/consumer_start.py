@@ -10,9 +10,11 @@ destinations each owed one file, the broker took about half a core for 80 sends 
 and each wake-up costs more as destinations are added (bench/scale.py).
 
 Per consumer, each queue keeps its own small count and an acknowledgement concerns only its
-queue. The limit per destination queue is small on purpose: a drain running, one kick waiting
-behind it, and room for a retry's countdown kick, which a worker holds unacknowledged until
-it is due; further kicks wait in RabbitMQ, where another worker (another host) can take them.
+queue. The limit per destination queue is small on purpose: a drain running and one more (a
+kick waiting behind it, or a retry's countdown kick, which a worker holds unacknowledged until
+it is due). Further kicks wait in RabbitMQ for the queue's next consumer by priority (see
+queues): a worker that froze mid-send holds two kicks of each destination it prefers, and the
+sweeper's next kick goes to another worker.
 
 Kicks on their way: a broker that restarted lost its waiting kicks (they are transient), but
 their marks in Redis would keep the sweeper from re-kicking those destinations until the
@@ -22,7 +24,7 @@ marks expire. Forgotten, the next sweep re-kicks every destination owed work.
 from celery import bootsteps
 
 # Messages one worker may hold from one destination's queue.
-PREFETCH_PER_DESTINATION = 4
+PREFETCH_PER_DESTINATION = 2
 
 
 class DeliveryConsumerStart(bootsteps.StartStopStep):

@@ -1,7 +1,9 @@
 """Delivery through real Celery workers: isolation, one sender at a time, crashes."""
 
+import socket
 import threading
 import time
+from collections import Counter
 
 import pytest
 from django.conf import settings
@@ -13,10 +15,11 @@ from devtools.waiting import wait_until
 from omnium.delivery.consumer_start import PREFETCH_PER_DESTINATION
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.delivery.queues import consumer_priority
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture
-from omnium.routing import delivery_queue
+from omnium.routing import delivery_queue, destination_of
 from tests import child_processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
@@ -233,3 +236,19 @@ def test_a_delivery_worker_limits_what_it_holds_per_destination_queue_not_per_ch
     assert {name: c["prefetch_count"] for name, c in consumers().items()} == dict.fromkeys(queues, PREFETCH_PER_DESTINATION)
     channels = {c["channel_details"]["name"] for c in consumers().values()}
     assert [ch["global_prefetch_count"] for ch in _broker("channels") if ch["name"] in channels] == [0]
+    worker = f"delivery@{socket.gethostname()}"
+    assert {name: c["arguments"].get("x-priority") for name, c in consumers().items()} == {
+        name: consumer_priority(worker, destination_of(name)) for name in queues}
+
+
+def test_each_destination_has_a_first_choice_among_the_delivery_workers_spread_evenly():
+    """RabbitMQ gives a queue's messages to its highest-priority consumer with room: without
+    priorities, the worker that started first took nearly every send of a fan-out."""
+    workers = ["delivery@host-a", "delivery@host-b", "delivery@host-c"]
+    first_choices = Counter()
+    for destination_id in range(1, 3001):
+        priorities = [consumer_priority(worker, destination_id) for worker in workers]
+        if priorities.count(max(priorities)) == 1:  # a tie: RabbitMQ takes turns
+            first_choices[workers[priorities.index(max(priorities))]] += 1
+    assert all(700 < first_choices[worker] < 1100 for worker in workers), first_choices
+    assert consumer_priority(workers[0], 7) == consumer_priority(workers[0], 7)  # the same on every start
