@@ -41,6 +41,9 @@ class HeldClaim:
         self._renew = renew
         self._valid_from = claimed_at  # monotonic time just before the claiming statement
         self._lost = False
+        # Set while the holder runs a statement that may let the claim go itself (the sender's
+        # last proof): a renewal that finds it gone then is no news.
+        self.may_end = False
 
     def held(self) -> bool:
         return not self._lost and time.monotonic() < self._valid_from + ttl_s() - SAFETY_S
@@ -51,7 +54,8 @@ class HeldClaim:
             self._valid_from = sent_at
         else:
             self._lost = True
-            log.warning("claim %s was lost (expired and taken, or finished elsewhere)", self.name)
+            if not self.may_end:
+                log.warning("claim %s was lost (expired and taken, or finished elsewhere)", self.name)
 
 
 _claims: set[HeldClaim] = set()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from celery import current_task
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -253,10 +253,12 @@ def send_one(destination: Destination, owed: OwedFile, still_ours=None, held: He
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt_id, exc, started)
         return False
+    if held is not None:
+        held.claim.may_end = True
     age_ms, paused, released = _record_proof(destination, owed, version, rendered, receipt, path, attempt_id, started,
                                              held.token if held else None)
-    if held is not None and released:
-        held.released = True
+    if held is not None:
+        held.released = held.claim.may_end = released
     count_send(destination.kind, destination.client.name, age_ms)
     # On every success, not only after failures: a healthy destination must not look unknown.
     health.publish_sent(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING,
@@ -281,9 +283,13 @@ def _open_attempt(destination: Destination, owed: OwedFile, seq: int) -> int:
     statement most often running after the lease's). Nothing is risked: the proof that
     follows is committed synchronously, which flushes this row with it; a database crash
     before the proof loses only the row of an attempt whose outcome was never recorded."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        cursor.execute(OPEN_ATTEMPT, [destination.pk, owed.subscription_id, owed.doc_key, seq, _worker_name()])
+    # Both statements in one query string: PostgreSQL runs them as one implicit transaction, in
+    # one round trip (BEGIN, SET, INSERT and COMMIT were four, and the transaction stayed open
+    # between them while the thread waited for the GIL).
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF;" + OPEN_ATTEMPT,
+                       [destination.pk, owed.subscription_id, owed.doc_key, seq, _worker_name()])
+        cursor.nextset()  # the INSERT's result, after the SET's
         return cursor.fetchone()[0]
 
 

@@ -138,14 +138,18 @@ class WebhookTransport(Transport):
         return TransportError(f"webhook unreachable: {exc}", reason=reason, seconds=seconds)
 
     def _post(self, file: FeedFile, deadline: Deadline) -> Receipt:
-        reply = self._session.post(
-            self.config["url"],
-            data=file.body,
-            headers=self._headers(file),
-            timeout=(deadline.timeout(self.config["connect_timeout"]), self.config["send_timeout"]),
-            allow_redirects=False,
-            stream=True,
-        )
+        # Straight to the session's adapter (its connection pool): Session.post merged cookies,
+        # environment settings and hooks into every POST, none of which applies to a push (no
+        # redirects, no proxies, no cookies), and that was a third of a delivery worker's
+        # Python time in a fan-out (py-spy).
+        request = requests.PreparedRequest()
+        request.prepare_method("POST")
+        request.prepare_url(self.config["url"], None)
+        request.prepare_headers(self._headers(file))
+        request.prepare_body(file.body, None)
+        reply = self._session.get_adapter(request.url).send(
+            request, stream=True,
+            timeout=(deadline.timeout(self.config["connect_timeout"]), self.config["send_timeout"]))
         with reply:
             if not 200 <= reply.status_code < 300:
                 raise _refusal(reply) from requests.HTTPError(response=reply)  # names the host

@@ -232,7 +232,10 @@ def test_a_delivery_worker_limits_what_it_holds_per_destination_queue_not_per_ch
     def consumers():
         return {c["queue"]["name"]: c for c in _broker("consumers") if c["queue"]["name"] in queues}
 
-    wait_until(lambda: len(consumers()) == len(queues), timeout=15, message="the worker consuming the new queues")
+    # (the management API lists a new consumer's channel details a moment after the consumer)
+    wait_until(lambda: len(found := consumers()) == len(queues) and all(
+        isinstance(c["channel_details"], dict) for c in found.values()), timeout=15,
+        message="the worker consuming the new queues")
     assert {name: c["prefetch_count"] for name, c in consumers().items()} == dict.fromkeys(queues, PREFETCH_PER_DESTINATION)
     channels = {c["channel_details"]["name"] for c in consumers().values()}
     assert [ch["global_prefetch_count"] for ch in _broker("channels") if ch["name"] in channels] == [0]
