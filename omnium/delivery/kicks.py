@@ -20,6 +20,7 @@ re-kicking them all (they had been owed for more than the sweeper's 3 s) doubled
 import logging
 
 from celery import current_app
+from kombu.utils.uuid import uuid
 from redis.exceptions import RedisError
 
 from omnium.redis_client import redis_client
@@ -67,10 +68,14 @@ def kick_all(destination_ids) -> None:
         with current_app.producer_or_acquire() as producer:
             queues = [delivery_queue_declaration(destination_id) for destination_id in destination_ids]
             _declare_without_waiting(producer, queues)
+            # Celery's message and publish without send_task's option handling around them:
+            # it was half of a kick's cost (0.35 ms), and 5,000 kicks delayed a builder 1.8 s.
+            amqp = current_app.amqp
             with producer.batch():
                 for destination_id, queue in zip(destination_ids, queues, strict=True):
-                    current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=queue, producer=producer,
-                                          declare=[], delivery_mode=TRANSIENT)
+                    message = amqp.create_task_message(uuid(), DRAIN_DESTINATION, [destination_id], {})
+                    amqp.send_task_message(producer, DRAIN_DESTINATION, message, queue=queue, declare=[],
+                                           delivery_mode=TRANSIENT)
     except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
         log.warning("could not kick %d destinations", len(destination_ids), exc_info=True)
         return
