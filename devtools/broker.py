@@ -25,7 +25,7 @@ def ensure_vhost(management_url: str, broker_url: str, *, fresh: bool = False) -
     """Create the vhost of `broker_url` and let its user in; `fresh` deletes it first, with
     every queue and message in it."""
     parts = urlsplit(broker_url)
-    vhost = quote(parts.path.lstrip("/") or "/", safe="")
+    vhost = _vhost_of(broker_url)
     api = management_url.rstrip("/")
     if fresh:
         _call("delete", f"{api}/vhosts/{vhost}", ok=(204, 404), timeout=DELETE_VHOST_TIMEOUT_S)
@@ -37,9 +37,14 @@ def ensure_vhost(management_url: str, broker_url: str, *, fresh: bool = False) -
 def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]:
     """The management API's list of `kind` ("consumers", "channels", "queues") in the vhost of
     `broker_url`."""
-    vhost = quote(urlsplit(broker_url).path.lstrip("/") or "/", safe="")
+    vhost = _vhost_of(broker_url)
     path = f"vhosts/{vhost}/channels" if kind == "channels" else f"{kind}/{vhost}"
     return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
+
+
+def _vhost_of(broker_url: str) -> str:
+    """The vhost of `broker_url`, quoted for the management API's paths."""
+    return quote(urlsplit(broker_url).path.lstrip("/") or "/", safe="")
 
 
 def _call(method: str, url: str, ok: tuple[int, ...], timeout: float = TIMEOUT_S, **kwargs) -> requests.Response:

@@ -83,12 +83,8 @@ def kick_all(destination_ids) -> None:
 
 
 def _mark_on_its_way(destination_ids) -> None:
-    expires = _on_its_way_s(len(destination_ids))
     try:
-        pipe = redis_client().pipeline(transaction=False)
-        for destination_id in destination_ids:
-            pipe.set(on_its_way_key(destination_id), 1, ex=expires)
-        pipe.execute()
+        _set_marks(destination_ids, only_unmarked=False)
     except RedisError:  # unmarked, the sweeper may kick again: a duplicate, never a loss
         pass
 
@@ -96,15 +92,20 @@ def _mark_on_its_way(destination_ids) -> None:
 def without_a_kick_on_its_way(destination_ids: list[int]) -> list[int]:
     """Those of these destinations with no kick on its way, marked now as the caller is about
     to kick them (one pipelined round trip: after an outage all 5,000 can be waiting)."""
-    expires = _on_its_way_s(len(destination_ids))
     try:
-        pipe = redis_client().pipeline(transaction=False)
-        for destination_id in destination_ids:
-            pipe.set(on_its_way_key(destination_id), 1, ex=expires, nx=True)
-        unmarked = pipe.execute()
+        unmarked = _set_marks(destination_ids, only_unmarked=True)
     except RedisError:  # without Redis, kick them all: duplicates are harmless, losses are not
         return list(destination_ids)
     return [destination_id for destination_id, new in zip(destination_ids, unmarked, strict=True) if new]
+
+
+def _set_marks(destination_ids, only_unmarked: bool) -> list:
+    """One pipelined SET per destination; with `only_unmarked`, each answers whether it set one."""
+    expires = _on_its_way_s(len(destination_ids))
+    pipe = redis_client().pipeline(transaction=False)
+    for destination_id in destination_ids:
+        pipe.set(on_its_way_key(destination_id), 1, ex=expires, nx=only_unmarked)
+    return pipe.execute()
 
 
 def forget_all_on_their_way() -> None:

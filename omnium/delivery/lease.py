@@ -36,7 +36,7 @@ def acquire(destination_id: int) -> uuid.UUID | None:
 
 def renew(destination_id: int, token: uuid.UUID) -> bool:
     """Extend the lease; False if it was lost (expired and taken), so the holder must stop."""
-    with server_binding_cursor() as cursor:  # prepared: run for every drain
+    with server_binding_cursor() as cursor:  # prepared: every 2 s per lease held
         cursor.execute(
             "UPDATE delivery_senderstate SET lease_until = clock_timestamp() + %s * interval '1 second'"
             " WHERE destination_id = %s AND lease_token = %s",
@@ -47,7 +47,7 @@ def renew(destination_id: int, token: uuid.UUID) -> bool:
 
 def seconds_left(destination_id: int) -> float:
     """How long until the destination's current lease expires (0: none, or expired)."""
-    with server_binding_cursor() as cursor:  # prepared: run for every drain
+    with server_binding_cursor() as cursor:
         cursor.execute("SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_until - clock_timestamp()))"
                        " FROM delivery_senderstate WHERE destination_id = %s", [destination_id])
         row = cursor.fetchone()
@@ -55,7 +55,7 @@ def seconds_left(destination_id: int) -> float:
 
 
 def release(destination_id: int, token: uuid.UUID) -> None:
-    with server_binding_cursor() as cursor:  # prepared: run for every drain
+    with server_binding_cursor() as cursor:  # prepared: after a drain that did not let go in its proof
         cursor.execute(
             "UPDATE delivery_senderstate SET lease_token = NULL, lease_until = NULL"
             " WHERE destination_id = %s AND lease_token = %s",

@@ -221,7 +221,7 @@ def _drain_under_lease(destination: Destination, held: HeldLease, started: float
             return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
         if not held.claim.held():
             return Outcome.LOST_LEASE
-        if not send_one(destination, owed, still_ours=held.claim.held, held=held):
+        if not send_one(destination, owed, held):
             return Outcome.FAILED
         if held.released:
             return Outcome.DRAINED
@@ -229,10 +229,10 @@ def _drain_under_lease(destination: Destination, held: HeldLease, started: float
     return Outcome.DRAINED if sent else Outcome.IDLE
 
 
-def send_one(destination: Destination, owed: OwedFile, still_ours=None, held: HeldLease | None = None) -> bool:
-    """Push the current version of one owed file; True when its proof is recorded.
-    `still_ours()` is asked just before the send becomes visible at the destination (the fence).
-    With the drain's lease `held`, the proof lets it go if nothing else is owed."""
+def send_one(destination: Destination, owed: OwedFile, held: HeldLease | None = None) -> bool:
+    """Push the current version of one owed file; True when its proof is recorded. With the
+    drain's lease `held`, whether it is still held is asked just before the send becomes
+    visible at the destination (the fence), and the proof lets it go if nothing else is owed."""
     version = owed.version
     if version is None:  # the file was removed; nothing to send
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
@@ -249,7 +249,7 @@ def send_one(destination: Destination, owed: OwedFile, still_ours=None, held: He
         transport = transport_for(destination)
         receipt = transport.send(rendered.body, path, content_type=rendered.content_type,
                                  version=version.seq, etag=owed.shape.etag(version.content_hash.hex()),
-                                 still_ours=still_ours)
+                                 still_ours=held.claim.held if held else None)
     except (TransportError, CredentialError) as exc:
         _record_failure(destination, owed, attempt_id, exc, started)
         return False
