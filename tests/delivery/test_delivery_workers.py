@@ -238,7 +238,11 @@ def test_a_delivery_worker_limits_what_it_holds_per_destination_queue_not_per_ch
         message="the worker consuming the new queues")
     assert {name: c["prefetch_count"] for name, c in consumers().items()} == dict.fromkeys(queues, PREFETCH_PER_DESTINATION)
     channels = {c["channel_details"]["name"] for c in consumers().values()}
-    assert [ch["global_prefetch_count"] for ch in _broker("channels") if ch["name"] in channels] == [0]
+    # (and its channels' figures a moment after the channel: wait for them too)
+    limits = wait_until(lambda: [ch["global_prefetch_count"] for ch in _broker("channels")
+                                 if ch["name"] in channels and "global_prefetch_count" in ch] or None,
+                        timeout=15, message="the management API's figures of the worker's channel")
+    assert limits == [0]
     worker = f"delivery@{socket.gethostname()}"
     assert {name: c["arguments"].get("x-priority") for name, c in consumers().items()} == {
         name: consumer_priority(worker, destination_of(name)) for name in queues}
