@@ -72,10 +72,11 @@ def application(environ, start_response):
         prepare_api_process()  # as omnium/wsgi.py does
         django.setup()
         from django.conf import settings
-        from django.core.wsgi import get_wsgi_application
+
+        from omnium.pullapi.keyed_requests import api_application
 
         settings.ROOT_URLCONF = "bench.pull"
-        _wsgi = get_wsgi_application()
+        _wsgi = api_application()  # as omnium/wsgi.py serves
     if environ.get("PATH_INFO") == os.environ.get("BENCH_WATCHED_PATH"):
         return _wsgi(environ, _logging_served_etag(start_response))
     return _wsgi(environ, start_response)

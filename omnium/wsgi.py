@@ -1,6 +1,6 @@
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
 
 from omnium.metrics.process_files import use_group_directory
 from omnium.pullapi.serving import prepare_api_process
@@ -10,4 +10,8 @@ prepare_api_process()
 # Before the application (and prometheus_client) loads: each API worker process counts into
 # files that /metrics on any of them reads (omnium/metrics/process_files.py).
 use_group_directory("api")
-application = get_wsgi_application()
+django.setup(set_prefix=False)
+
+from omnium.pullapi.keyed_requests import api_application  # noqa: E402 (its views need the apps loaded)
+
+application = api_application()

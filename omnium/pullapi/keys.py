@@ -64,15 +64,22 @@ def _prefix(presented: str) -> str:
     return keys.lookup_id(presented) if keys.looks_like_key(presented) else "malformed"
 
 
-def _presented_key(meta, django_request) -> tuple[str | None, bool]:
+def header_key(meta) -> str | None:
+    """The key a request brings in a header (`Authorization: Bearer …` or `X-Api-Key`), or None.
+    `meta` is a request's META or its WSGI environ (keyed_requests decides on it)."""
     header = meta.get("HTTP_AUTHORIZATION")
     if header:
         scheme, _, value = header.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
-            return value.strip(), False
+            return value.strip()
     key = meta.get("HTTP_X_API_KEY")
-    if key:
-        return key.strip(), False
+    return key.strip() if key else None
+
+
+def _presented_key(meta, django_request) -> tuple[str | None, bool]:
+    key = header_key(meta)
+    if key is not None:
+        return key, False
     if meta.get("QUERY_STRING"):  # parse the query only when there is one
         query = django_request.GET
         if QUERY_PARAMETER in query:

@@ -4,6 +4,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from omnium.pullapi import views
 
+# The file endpoints, which answer on an API key alone: a request to one of them with its key
+# in a header skips the browser-session middleware (keyed_requests.py). Not the health, schema
+# and docs pages below, which are for staff sessions.
+KEYED_PATH_PREFIXES = ("/v1/feeds/", "/getfeeds", "/v1/fixtures/", "/v1/standings/", "/v1/medals/", "/v1/athletes/")
+
 # Most requested first: Django tries patterns in order.
 urlpatterns = [
     path("v1/feeds/<str:games>/<str:feed_type>", views.FeedFileView.as_view(), name="feed-file"),
