@@ -6,9 +6,10 @@ from datetime import timedelta
 from celery import current_app
 from django.utils import timezone
 
-from omnium.delivery import kicks, tasks
+from omnium.delivery import kicks, lease, sender, tasks
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
 from omnium.delivery.models import DeliveryState
+from omnium.redis_client import redis_client
 from omnium.routing import delivery_queue_declaration
 from tests.delivery.fixtures import webhook_settings
 
@@ -73,3 +74,28 @@ def test_the_sweeper_re_kicks_only_destinations_whose_kick_is_not_on_its_way(sma
     assert sweep() == []  # the sweeper's own kick is on its way now
     kicks.forget_all_on_their_way()  # a delivery worker reconnected: the broker may have lost them
     assert sweep() == sorted(ids)
+
+
+def test_a_drain_clears_its_kick_mark_whether_it_sends_or_not(small_games, subscribe, clean_redis, receiver):
+    """A drain that sends clears the mark with its first send's status (one round trip); one
+    that sends nothing, or finds the lease taken, clears it on its own."""
+    def marked(destination_id) -> bool:
+        return bool(redis_client().exists(kicks.on_its_way_key(destination_id)))
+
+    sending = subscribe(small_games, webhook_settings(receiver.url)).pk
+    assert marked(sending)  # provisioning kicked it
+    assert sender.drain(sending) == sender.Outcome.DRAINED
+    assert not marked(sending)
+
+    kick(sending)  # nothing owed any more
+    assert marked(sending)
+    assert sender.drain(sending) == sender.Outcome.IDLE
+    assert not marked(sending)
+
+    kick(sending)
+    token = lease.acquire(sending)  # another sender holds it
+    try:
+        assert sender.drain(sending) == sender.Outcome.BUSY
+    finally:
+        lease.release(sending, token)
+    assert not marked(sending)
