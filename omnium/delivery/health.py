@@ -86,13 +86,16 @@ def _event_into(pipe, kind: str, destination_id: int | None, **details) -> None:
     pipe.ltrim(EVENT_LOG, 0, EVENT_LOG_SIZE - 1)
 
 
-def publish_sent(destination_id: int, status: Status, **details) -> None:
-    """A send's status and its "sent" event, in one round trip (every send publishes both)."""
+def publish_sent(destination_id: int, status: Status, forget: tuple[str, ...] = (), **details) -> None:
+    """A send's status and its "sent" event, in one round trip (every send publishes both);
+    the keys in `forget` are deleted in the same round trip."""
 
     def push(r):
-        pipe = r.pipeline()
+        pipe = r.pipeline(transaction=False)  # for people to read: no MULTI/EXEC needed
         _status_into(pipe, destination_id, status, last_success=time.time())
         _event_into(pipe, "sent", destination_id, **details)
+        if forget:
+            pipe.delete(*forget)
         pipe.execute()
 
     _quietly(push)

@@ -124,9 +124,9 @@ def next_owed(destination_id: int) -> OwedFile | None:
 def drain(destination_id: int) -> str:
     """Send everything the destination is owed (for at most DRAIN_BUDGET_S); returns why it
     stopped."""
-    kicks.arrived(destination_id)
     destination = _destination(destination_id)
     if destination is None:
+        kicks.arrived(destination_id)
         return Outcome.OFF
     started = time.monotonic()
 
@@ -134,6 +134,7 @@ def drain(destination_id: int) -> str:
         claimed_at = time.monotonic()
         token = lease.acquire(destination_id)
         if token is None:
+            kicks.arrived(destination_id)
             _look_again_when_the_lease_ends(destination_id)
             return Outcome.BUSY
         return _drain_and_release(destination, token, started, claimed_at)
@@ -182,11 +183,13 @@ def _look_again_when_the_lease_ends(destination_id: int) -> None:
 
 @dataclass
 class HeldLease:
-    """The lease a drain holds: its token, its renewal, and whether a proof let it go."""
+    """The lease a drain holds: its token, its renewal, whether a proof let it go, and
+    whether the drain's kick mark is cleared yet (by its first send, else at its end)."""
 
     token: uuid.UUID
     claim: claim_renewal.HeldClaim
     released: bool = False
+    kick_mark_cleared: bool = False
 
 
 def _drain_and_release(destination: Destination, token, started: float, claimed_at: float) -> str:
@@ -199,6 +202,8 @@ def _drain_and_release(destination: Destination, token, started: float, claimed_
         claim_renewal.let_go(held.claim)
         if not held.released:
             lease.release(destination_id, token)
+        if not held.kick_mark_cleared:
+            kicks.arrived(destination_id)
     if held.released:
         return outcome  # let go by the last proof, which saw nothing else owed (RECORD_PROOF)
     # A kick that arrived while we held the lease returned at once: look again, so that no
@@ -261,8 +266,13 @@ def send_one(destination: Destination, owed: OwedFile, held: HeldLease | None = 
         held.released = held.claim.may_end = released
     count_send(destination.kind, destination.client.name, age_ms)
     # On every success, not only after failures: a healthy destination must not look unknown.
+    # A drain's first send also clears its kick mark, in the same round trip.
+    clear_kick_mark = held is not None and not held.kick_mark_cleared
     health.publish_sent(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING,
+                        forget=(kicks.on_its_way_key(destination.pk),) if clear_kick_mark else (),
                         doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body), age_ms=age_ms)
+    if clear_kick_mark:
+        held.kick_mark_cleared = True
     if owed.failures_before:
         backoff.recovered(destination)
     return True

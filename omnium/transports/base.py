@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from . import address_policy
 from .failures import Reason, reason_of_os_error, sentence
 from .paths import unsafe_path_reason
+from .watchdog import Watch, watchdog
 
 
 class TransportError(Exception):
@@ -262,7 +263,8 @@ class Deadline:
     Library timeouts restart with every read, so a host that trickles a byte a second never
     trips them. Inside ``with Deadline(...)``, every socket the thread opens is tracked; a
     watchdog timer shuts them all down when the time is up, which wakes the blocked library
-    call (paramiko's reader thread too: it sees end-of-file and ends the session). Leaving
+    call (paramiko's reader thread too: it sees end-of-file and ends the session); the timers
+    of every send share one thread (watchdog.py). Leaving
     the block after the deadline fired raises a transient
     ``TransportError("deadline exceeded after N s")``, whether the library raised or
     returned: a cut socket reads as a clean end of stream, so an HTTP client that had the
@@ -275,21 +277,19 @@ class Deadline:
         self._sockets = sockets if sockets is not None else SocketSet()
         self._expired = threading.Event()
         self._ends_at = 0.0
-        self._timer: threading.Timer | None = None
+        self._watch: Watch | None = None
         self._token: contextvars.Token | None = None
         self.refused_address: str | None = None
 
     def __enter__(self) -> Deadline:
         _install_socket_audit()
         self._ends_at = time.monotonic() + self.seconds
-        self._timer = threading.Timer(self.seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._watch = watchdog.watch(self.seconds, self._expire)
         self._token = _CURRENT_DEADLINE.set(self)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        self._timer.cancel()
+        self._watch.cancel()
         _CURRENT_DEADLINE.reset(self._token)
         if self.refused_address is not None and exc is not None:
             raise TransportError(f"refused to connect: {self.refused_address}", permanent=True,
