@@ -9,13 +9,14 @@ from django.db import connection
 from django.db.models import F
 
 from devtools.generator import Generator
+from devtools.loopback.hosts import WebhookReceiver
 from omnium.delivery import lease, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Fixture
-from tests.delivery.fixtures import redis_destination_settings, webhook_settings
+from tests.delivery.fixtures import WEBHOOK_SECRET, redis_destination_settings, webhook_settings
 from tests.transports.kits import REDIS_TEST_URL
 
 
@@ -171,3 +172,26 @@ def test_the_last_proof_lets_the_lease_go_unless_a_version_became_owed_during_th
     assert DeliveryState.objects.get(destination=destination).sent_seq == newer[0]
     assert SenderState.objects.get(destination=destination).lease_token is None
     assert sender.next_owed(destination.pk) is None
+
+
+def test_a_change_to_the_destination_or_its_client_applies_from_the_next_file(small_games, subscribe, receiver):
+    """A sender keeps each destination it loaded until the destination's row or its client's
+    changes (their xmin, read with every owed file): a new address is used, a client switched
+    off stops the sending."""
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+    moved_to = WebhookReceiver(WEBHOOK_SECRET).start()
+    try:
+        destination.config = {**destination.config, "url": moved_to.url}
+        destination.save()
+        change_and_rebuild(small_games, 71)
+        assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+        assert len(moved_to.deliveries) == 1
+
+        destination.client.active = False
+        destination.client.save()
+        change_and_rebuild(small_games, 72)
+        assert sender.drain(destination.pk) == sender.Outcome.OFF
+        assert len(moved_to.deliveries) == 1
+    finally:
+        moved_to.stop()
