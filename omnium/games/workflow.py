@@ -23,7 +23,7 @@ from omnium.games.models import (
     MedalEvent,
     Team,
 )
-from omnium.games.outbox import record_change
+from omnium.games.outbox import day_record, record_change
 from omnium.routing import LIVE
 from omnium.xml_chars import first_not_in_xml
 
@@ -251,5 +251,8 @@ def move_fixture(fixture_id, *, starts_at: datetime | None = None, venue: str | 
         updates["venue"] = venue
     if updates:
         Fixture.objects.filter(pk=fixture.pk).update(**updates, changed_at=ClockTimestamp())
-        record_change(fixture.games, "fixture_moved", [("fixture", fixture.pk)], lane)
+        records = [("fixture", fixture.pk)]  # the files that show it, its old day's among them
+        if "starts_at" in updates:
+            records.append(day_record(fixture.games_id, starts_at.date()))  # the day it joins
+        record_change(fixture.games, "fixture_moved", records, lane)
     return fixture

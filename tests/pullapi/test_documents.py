@@ -1,5 +1,6 @@
 import json
 import uuid
+from datetime import timedelta
 from io import StringIO
 
 import orjson
@@ -77,6 +78,30 @@ def test_a_score_rebuilds_only_that_fixtures_split_files(games):
     assert not any(k.startswith(f"{games.code}/fixture/") for k in moved - {
         f"{games.code}/fixture/{record_ids.compact(fixture.pk)}"})
     assert not any(k.startswith(f"{games.code}/calendar_day/") and not k.endswith(day) for k in moved)
+    # Not even rebuilt: the scheduled fixture could move into another day, but its score does not.
+    assert not any(k.startswith(f"{games.code}/calendar_day/") and not k.endswith(day) for k in touched)
+
+
+def test_a_fixture_moved_to_another_day_leaves_its_old_days_file_and_joins_the_new_ones(games):
+    fixture = Fixture.objects.filter(games=games, status=Fixture.Status.SCHEDULED).order_by("starts_at").first()
+    old_day, new_day = fixture.starts_at.date(), fixture.starts_at.date() + timedelta(days=1)
+    for day in (old_day, new_day):
+        build_file(f"{games.code}/calendar_day/{day}")
+
+    workflow.move_fixture(fixture.pk, starts_at=fixture.starts_at + timedelta(days=1))
+    touched = changes.handle_all().files
+    for doc_key in touched:
+        build_file(doc_key)
+
+    def shown_on(day):
+        body = FeedDocument.objects.get(doc_key=f"{games.code}/calendar_day/{day}").body
+        return str(fixture.pk) in {f["id"] for f in orjson.loads(bytes(body))["data"]["fixtures"]}
+
+    assert {f"{games.code}/calendar_day/{old_day}", f"{games.code}/calendar_day/{new_day}"} <= touched
+    assert not shown_on(old_day) and shown_on(new_day)
+    other_days = {k for k in touched if k.startswith(f"{games.code}/calendar_day/")} - {
+        f"{games.code}/calendar_day/{old_day}", f"{games.code}/calendar_day/{new_day}"}
+    assert not other_days
 
 
 def test_ensure_pull_cache_subscribes_every_definition_and_the_sender_fills_redis(small_games, clean_redis):

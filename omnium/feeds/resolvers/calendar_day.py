@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from omnium.feeds.canonical import iso_date
 from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
-from omnium.games.models import Fixture
+from omnium.games.outbox import day_record
 
 
 def _day(filter: str) -> date:
@@ -23,10 +23,7 @@ def resolve(games, filter: str) -> Resolved:
     fixtures = fixture_rows.fixtures(games, starts_at__gte=start, starts_at__lt=start + timedelta(days=1))
     resolved = Resolved(data={"date": iso_date(day), "fixtures": [fixture_rows.fixture_document(f) for f in fixtures]})
     resolved.depends_on("fixture", (f["id"] for f in fixtures))
-    # A scheduled fixture of another day may be moved into this one, and a move names only
-    # the fixture: so the day also depends on every fixture that can still move. Live and
-    # finished fixtures (the busy ones during play) of other days never touch this file.
-    movable = Fixture.objects.filter(games=games, status=Fixture.Status.SCHEDULED).values_list("id", flat=True)
-    resolved.depends_on("fixture", movable)
+    kind, day_id = day_record(games.pk, day)
+    resolved.depends_on(kind, [day_id])  # what a fixture moved into this day names
     resolved.saw_change(*(f["changed_at"] for f in fixtures))
     return resolved
