@@ -52,8 +52,10 @@ def canonical(document: dict) -> CanonicalFile:
 
 
 def dependencies_hash(records) -> bytes:
-    """A digest of a file's dependency set, to skip rewriting unchanged dependency rows."""
+    """A digest of a file's dependency set (of (kind, UUID) pairs), to skip rewriting unchanged
+    dependency rows. By the ids' integers: formatting 4,240 UUIDs as text for the calendar and
+    the results was a twelfth of a builder's time in a replayed burst (py-spy)."""
     digest = hashlib.sha256()
-    for kind, record_id in sorted((k, str(i)) for k, i in records):
-        digest.update(f"{kind}:{record_id}\n".encode())
+    for kind, record_id in sorted((k, i.int) for k, i in records):
+        digest.update(b"%s:%032x\n" % (kind.encode(), record_id))
     return digest.digest()
