@@ -30,6 +30,15 @@ class ByteBoundedLru:
             self._items.move_to_end(key)
             return entry[0]
 
+    def get_many(self, keys) -> list:
+        """The kept value of each key (None where none is kept), taking the lock once."""
+        with self._lock:
+            found = [self._items.get(key) for key in keys]
+            for key, entry in zip(keys, found):
+                if entry is not None:
+                    self._items.move_to_end(key)
+        return [None if entry is None else entry[0] for entry in found]
+
     def put(self, key: Hashable, value) -> None:
         """Keep `value` (or account for its grown size when it is already kept); a value larger
         than the whole limit is not kept."""

@@ -1,6 +1,6 @@
 """A country's file (filter = NOC code): its medals, its competitors and its fixtures."""
 
-from omnium.feeds.resolvers import fixture_rows
+from omnium.feeds.resolvers import fixture_documents, fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.feeds.resolvers.entries import ENTRY_FIELDS, entry_document
 from omnium.feeds.resolvers.medals import standing_document
@@ -18,23 +18,24 @@ def resolve(games, filter: str) -> Resolved:
     resolved.depends_on("noc", [noc.pk])
     resolved.depends_on("entry", (e["id"] for e in entries))
     resolved.saw_change(*(e["changed_at"] for e in entries))
-    fixtures = fixture_rows.fixtures(games, noc=noc)
-    resolved.depends_on("fixture", (f["id"] for f in fixtures))
-    resolved.saw_change(*(f["changed_at"] for f in fixtures))
+    fixtures = fixture_documents.listed(games, shape=_own_view, noc=noc)
+    resolved.depends_on("fixture", (f.id for f in fixtures))
+    resolved.saw_change(*(f.changed_at for f in fixtures))
     standing = _standing(games, noc, resolved)
     resolved.data = {
         "noc": noc.code,
         "name": noc.name,
         "medals": standing,
         "entries": [dict(entry_document(e), event=e["event__code"]) for e in entries],
-        "fixtures": [_own_view(fixture_rows.fixture_document(f)) for f in fixtures],
+        "fixtures": [f.document for f in fixtures],
     }
     return resolved
 
 
-def _own_view(fixture: dict) -> dict:
-    """A fixture as a country sees it (its rows hold its own competitors only; the full
+def _own_view(row: dict) -> dict:
+    """A fixture as a country sees it (its row holds its own competitors only; the full
     fixture is in the calendar)."""
+    fixture = fixture_rows.fixture_document(row)
     del fixture["sport"], fixture["discipline"]
     return fixture
 

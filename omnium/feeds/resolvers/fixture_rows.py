@@ -3,6 +3,7 @@
 from collections import defaultdict
 
 from django.db.models import Func, TextField
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
 from omnium.feeds.canonical import iso_time
@@ -58,7 +59,8 @@ FIXTURE_FIELDS = (
 
 
 def fixtures(games, noc=None, **where) -> list[dict]:
-    """The Games' fixtures in schedule order, each with its competitors under "competitors".
+    """The Games' fixtures in schedule order, each with its competitors under "competitors"
+    and its row version under "row_version" (see `selected`).
 
     `where` narrows them in the query (Django lookups, e.g. status="finished"): a file that
     shows a few fixtures should not fetch the competitors of all 4,000.
@@ -66,12 +68,19 @@ def fixtures(games, noc=None, **where) -> list[dict]:
     Given a `noc`: only the fixtures where it competes, each with only its competitors. A
     country's file shows no one else, and fetching every heat's full field to throw most of
     it away was most of the work of the ~10 country builds a second in a busy hour."""
-    selected = Fixture.objects.filter(games=games, **where)
-    if noc is not None:
-        selected = selected.filter(pk__in=Competitor.objects.filter(entry__noc=noc).values("fixture_id"))
-    competitors = competitors_by_fixture(selected.values("id"), noc)
-    rows = selected.order_by("starts_at", "id").values(*FIXTURE_FIELDS)
+    chosen = selected(games, noc, **where)
+    competitors = competitors_by_fixture(chosen.values("id"), noc)
+    rows = chosen.order_by("starts_at", "id").values(*FIXTURE_FIELDS, "row_version")
     return [dict(row, competitors=competitors.get(row["id"], [])) for row in rows]
+
+
+def selected(games, noc=None, **where):
+    """The fixtures `fixtures` returns, as a query, with each row's version ("row_version": the
+    id of the transaction that wrote it, which changes with every update of the row)."""
+    chosen = Fixture.objects.filter(games=games, **where)
+    if noc is not None:
+        chosen = chosen.filter(pk__in=Competitor.objects.filter(entry__noc=noc).values("fixture_id"))
+    return chosen.annotate(row_version=RawSQL("games_fixture.xmin::text", ()))
 
 
 def fixture_ids(games) -> list:

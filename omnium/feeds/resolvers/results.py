@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 
-from omnium.feeds.resolvers import fixture_rows
+from omnium.feeds.resolvers import fixture_documents, fixture_rows
 from omnium.feeds.resolvers.base import Resolved
 from omnium.games.models import Fixture, MedalAward, MedalEvent
 
@@ -34,9 +34,9 @@ def resolve(games, filter: str) -> Resolved:
     resolved.depends_on("unit", (e["id"] for e in events))
     resolved.depends_on("medal_award", (e["id"] for e in events))
     started = defaultdict(list)
-    for fixture in fixture_rows.fixtures(games, status__in=STARTED):
-        started[fixture["event_id"]].append(fixture_rows.fixture_document(fixture))
-        resolved.saw_change(fixture["changed_at"])
+    for fixture in fixture_documents.listed(games, status__in=STARTED):
+        started[fixture.event_id].append(fixture.document)
+        resolved.saw_change(fixture.changed_at)
     medals = medals_by_event(games)
     for event in events:
         if medals.get(event["id"]):
