@@ -17,13 +17,15 @@ from django.db import transaction
 from omnium.clients.models import Client, Destination, Entitlement, Subscription
 from omnium.clients.shapes import AS_BUILT
 from omnium.conf import omnium_setting
-from omnium.feeds import record_ids
-from omnium.feeds.builder import build_file
+from omnium.feeds import debounce, record_ids
+from omnium.feeds.builder import build_file, files_of
 from omnium.feeds.doc_keys import FileKey
+from omnium.feeds.hints import wake_builders
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.feeds.resolvers import PULL_DEFINITIONS, SPLITS
 from omnium.games.models import Athlete, Fixture, Games, MedalEvent
 from omnium.pullapi.addresses import DOC_KEY_TEMPLATE, PUBLIC_PREFIX, PUBLIC_TEMPLATE, SHARED_PREFIX, own_prefix
+from omnium.routing import BULK
 
 SYSTEM_CLIENT = "pull cache"
 SHARED_DESTINATION = "shared files"
@@ -140,6 +142,20 @@ def pull_files_of(games: Games) -> list[str]:
         "career": sorted(record_ids.compact(a) for a in athletes),
     }
     return [str(FileKey(games.code, t, f)) for t, values in filters.items() for f in values]
+
+
+def queue_missing(games: Games) -> dict:
+    """Owe a first build, in the bulk lane, to each of the Games' files never built: its
+    standard files first, then its split and public files. The builders make them in their
+    turn, live files always first, in tasks of bounded length on any worker host; building
+    them here, some 16,700 at Asian Games scale, ran past the task's time limit."""
+    split_and_public = {feed_type for feed_type, _ in PULL_DEFINITIONS}
+    standard = [k for k in files_of(games.code) if FileKey.parse(k).feed_type not in split_and_public]
+    pull_files = pull_files_of(games)
+    queued = debounce.note_first_builds(standard, BULK) + debounce.note_first_builds(pull_files, BULK)
+    if queued:
+        transaction.on_commit(lambda: wake_builders(BULK, 0))
+    return {"pull_files": len(pull_files), "queued_first_builds": queued}
 
 
 def build_missing(games: Games, feed_types=None) -> dict:

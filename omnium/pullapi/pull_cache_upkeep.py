@@ -3,7 +3,7 @@
 A pull file froze when its Redis destination was missing (a Games loaded mid-event, an
 own-shape entitlement added in the admin): the read path copied it from PostgreSQL once and
 nothing updated that copy. So the destinations follow the records they derive from:
-  - a Games created: its destinations, then its split and public files built (a bulk task);
+  - a Games created: its destinations, then a first build owed to each of its files (bulk lane);
   - an entitlement saved or deleted: that Games' destinations (its own-shape subscriptions);
   - a client saved (its shape may have changed): the destinations of every Games it is
     entitled in (a new shape is a new key prefix, so its files are published again);
@@ -21,7 +21,7 @@ from django.db.models.signals import post_delete, post_save
 from omnium.clients.models import Client, Entitlement
 from omnium.conf import omnium_setting
 from omnium.games.models import Games
-from omnium.pullapi.pull_cache_destinations import build_missing, ensure_destinations
+from omnium.pullapi.pull_cache_destinations import ensure_destinations, queue_missing
 from omnium.routing import PREPARE_PULL_FILES
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 def repair_every_games() -> dict:
     """Ensure every Games' destinations and build its never-built pull files; returns a summary."""
-    return {games.code: {**ensure_destinations(games), **build_missing(games)}
+    return {games.code: {**ensure_destinations(games), **queue_missing(games)}
             for games in Games.objects.order_by("code")}
 
 

@@ -212,3 +212,22 @@ def test_a_burst_to_a_quiet_file_is_built_at_once_then_batched_into_one_more_ver
     assert contains(calendar[-1], last_change), "the burst's last change was built"
     per_file = versions_per_file(small_games, seq_before)
     assert max(per_file.values()) <= 2, f"more than one version beyond the leading one: {per_file}"
+
+
+def test_a_live_file_goes_before_bulk_first_builds_which_go_first_come_first_served(small_games):
+    from omnium.routing import BULK
+
+    earlier = [f"{small_games.code}/fixture/a{n}" for n in range(300)]  # never built: owed a first build
+    later = [f"{small_games.code}/fixture/b{n}" for n in range(300)]
+    assert debounce.note_first_builds(earlier, BULK) == len(earlier)
+    assert debounce.note_first_builds(later, BULK) == len(later)
+    calendar = f"{small_games.code}/calendar"
+    debounce.note_changes([calendar], timezone.now() - timedelta(seconds=5), LIVE)
+
+    claims = []
+    while (claim := debounce.claim_next_due([LIVE, BULK])) is not None:
+        claims.append(claim.doc_key)
+
+    assert claims[0] == calendar
+    assert set(claims[1:301]) == set(earlier) and set(claims[301:]) == set(later)
+    assert debounce.note_first_builds([calendar, earlier[0]], BULK) == 0, "built or pending already"

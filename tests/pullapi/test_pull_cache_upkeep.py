@@ -103,3 +103,30 @@ def test_the_repair_task_sets_up_a_games_whose_hooks_were_missed(small_games):
     shared = Destination.objects.get(name=pull_cache_destinations.SHARED_DESTINATION)
     assert shared.subscriptions.filter(definition__games=small_games, definition__feed_type="calendar").exists()
     assert summary[small_games.code]["pull_files"] > 0
+
+
+def test_a_new_games_is_owed_first_builds_in_the_bulk_lane_which_the_builders_make(small_games, clean_redis):
+    from omnium.feeds import tasks as build_tasks
+    from omnium.feeds.models import PendingBuild
+    from omnium.pullapi import tasks
+    from omnium.routing import BULK
+
+    expected = set(pull_cache_destinations.pull_files_of(small_games))  # its standard files are built
+
+    summary = tasks.prepare_pull_files(small_games.pk)
+
+    pending = PendingBuild.objects.filter(lane=BULK)
+    assert set(pending.values_list("doc_key", flat=True)) == expected == set(pull_cache_destinations.pull_files_of(
+        small_games))
+    assert summary["queued_first_builds"] == len(expected)
+    assert not FeedDocument.objects.filter(doc_key__in=expected).exists(), "owed, not built inside the task"
+    # The repair, every minute, notes nothing twice and leaves the pending builds as they are.
+    generations = dict(pending.values_list("doc_key", "generation"))
+    assert repair_every_games()[small_games.code]["queued_first_builds"] == 0
+    assert dict(pending.values_list("doc_key", "generation")) == generations
+
+    while build_tasks.build_due(BULK):
+        pass
+
+    assert FeedDocument.objects.filter(doc_key__in=expected).count() == len(expected)
+    assert not PendingBuild.objects.exists()
