@@ -26,6 +26,7 @@ from devtools import processes  # noqa: E402
 from devtools.generator import Generator, delete_games, games_code  # noqa: E402
 from devtools.latency import change_to_built_seconds, percentile  # noqa: E402
 from devtools.replay import plan_day, play  # noqa: E402
+from devtools.waiting import live_builds_pending  # noqa: E402
 from omnium.conf import omnium_setting  # noqa: E402
 from omnium.feeds import builder, changes  # noqa: E402
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild  # noqa: E402
@@ -99,7 +100,7 @@ def wait_until_quiet() -> None:
     """Every touched file built, and none with a version within the quiet period: the next
     change is a lone change to quiet files, built at once (the leading edge)."""
     deadline = time.monotonic() + 10
-    while PendingBuild.objects.exists() and time.monotonic() < deadline:
+    while live_builds_pending() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(omnium_setting("BUILD_QUIET_S") + 0.5)
 

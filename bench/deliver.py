@@ -21,6 +21,10 @@ loopback (SeaweedFS, sshd, pyftpdlib, a webhook receiver, Redis). Prints one JSO
                    data and plan), the same changes before it, every process restarted with
                    OMNIUM_BUILD_LEADING_EDGE=false; leading_edge_off holds that run's numbers
 
+Each world is a freshly generated Games, so its 16,700 split and public pull files get their
+first builds in the bulk lane all through the measurements (some 8 minutes on a 2-core
+machine): a Games loaded on the day, which the live lane must outrun.
+
 Own PostgreSQL database (omnium_bench_deliver) and Redis databases (2: broker, 5: pull cache).
 Usage: .venv/bin/python bench/deliver.py [--burst-seconds 30]
 """
@@ -47,6 +51,7 @@ from devtools.latency import percentile  # noqa: E402
 from devtools.loopback import receivers as loopback  # noqa: E402
 from devtools.provisioning import provision_destination  # noqa: E402
 from devtools.replay import plan_day, play  # noqa: E402
+from devtools.waiting import live_builds_pending  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
 from omnium.conf import omnium_setting  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
@@ -95,7 +100,7 @@ def wait_caught_up(timeout: float, destination_ids) -> None:
     end = time.monotonic() + timeout
     states = DeliveryState.objects.filter(destination_id__in=destination_ids, dead_lettered_at__isnull=True)
     while time.monotonic() < end:
-        if not PendingBuild.objects.exists() and not any(s.owed for s in states.all()):
+        if not live_builds_pending() and not any(s.owed for s in states.all()):
             return
         time.sleep(0.25)
     log("warning: not every destination caught up in time")

@@ -22,10 +22,11 @@ from devtools.private_redis import PrivateRedis
 from devtools.provisioning import provision_destination
 from devtools.replay import ACTIONS, plan_day
 from devtools.supervisor import Supervisor
+from devtools.waiting import live_builds_pending
 from omnium.clients.models import ApiKey, Client, Entitlement
 from omnium.delivery.models import DeliveryState
 from omnium.feeds.builder import build_file, files_of
-from omnium.feeds.models import FeedDefinition, FeedVersion, PendingBuild
+from omnium.feeds.models import FeedDefinition, FeedVersion
 from omnium.feeds.resolvers.base import UnknownFile
 from omnium.games.errors import WorkflowError
 from omnium.redis_client import redis_client
@@ -126,7 +127,7 @@ def wait_caught_up(timeout: float, destination_ids) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            if not PendingBuild.objects.exists() and not any(
+            if not live_builds_pending() and not any(
                     s.owed for s in DeliveryState.objects.filter(destination_id__in=destination_ids)):
                 return True
         except (OperationalError, InterfaceError):

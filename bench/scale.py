@@ -101,6 +101,7 @@ from devtools.generator import Generator, delete_games, games_code  # noqa: E402
 from devtools.loopback.hosts import WebhookReceiver  # noqa: E402
 from devtools.loopback.receivers import webhook_secret  # noqa: E402
 from devtools.provisioning import provision_destinations  # noqa: E402
+from devtools.waiting import live_builds_pending  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
 from omnium.delivery.tasks import sweep_deliveries  # noqa: E402
@@ -159,7 +160,7 @@ def owed_count(ids) -> int:
 def wait_caught_up(ids, timeout: float) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if not PendingBuild.objects.exists() and owed_count(ids) == 0:
+        if not live_builds_pending() and owed_count(ids) == 0:
             return True
         time.sleep(0.25)
     log(f"warning: {owed_count(ids)} files still owed after {timeout:.0f} s")

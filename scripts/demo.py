@@ -47,10 +47,11 @@ from devtools.loopback import receivers as loopback  # noqa: E402
 from devtools.provisioning import provision_destination  # noqa: E402
 from devtools.replay import plan_day, play  # noqa: E402
 from devtools.supervisor import Supervisor  # noqa: E402
+from devtools.waiting import live_builds_pending  # noqa: E402
 from omnium.clients.models import Client  # noqa: E402
 from omnium.delivery import health  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
-from omnium.feeds.models import FeedVersion, PendingBuild  # noqa: E402
+from omnium.feeds.models import FeedVersion  # noqa: E402
 from omnium.feeds.tasks import BUILD_COUNTER  # noqa: E402
 from omnium.games.models import Games, OutboxEntry  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
@@ -160,7 +161,7 @@ def replay(games: Games) -> dict:
 
 def settle(timeout: float = 6.0) -> None:
     end = time.monotonic() + seconds_left(timeout)
-    while time.monotonic() < end and (PendingBuild.objects.exists() or OutboxEntry.objects.filter(handled_at=None).exists()):
+    while time.monotonic() < end and (live_builds_pending() or OutboxEntry.objects.filter(handled_at=None).exists()):
         time.sleep(0.2)
     time.sleep(min(2.0, seconds_left(2.0)))  # the last sends
 
