@@ -1,4 +1,5 @@
-"""The sender: drains one destination's owed files, one at a time, under its lease.
+"""The sender: drains one destination's owed files, one at a time (or a batch at a time to a
+transport that takes several in one round trip: the Redis pull cache), under its lease.
 
 For each owed (subscription, file) it reads the file's CURRENT version (so a version that
 was overtaken while it waited is never sent), renders the subscription's transform, pushes
@@ -6,15 +7,15 @@ it through the destination's transport under the hard deadline, and records the 
 statement that only moves `sent_seq` forward. A failure backs off this destination only.
 """
 
+import functools
 import hashlib
+import itertools
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
-from celery import current_task
-from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -23,15 +24,17 @@ from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
 from omnium.clients.shapes import Shape
-from omnium.delivery import backoff, deletion, health, kicks, lease, rendering
+from omnium.delivery import backoff, deletion, health, kicks, lease, proofs, rendering
 from omnium.delivery.kicks import kick
-from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt, DeliveryState, DeliverySwitch
+from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryState, DeliverySwitch
 from omnium.delivery.transport_cache import transport_for
 from omnium.metrics.families import count_send, count_send_failure
 from omnium.redis_client import redis_client
 from omnium.safe_errors import safe_error_text
 from omnium.server_binding import server_binding_cursor
 from omnium.transports import TransportError
+from omnium.transports.base import FeedFile, Receipt
+from omnium.transports.registry import TRANSPORTS
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +78,21 @@ class OwedFile:
 # stopping at its first row (the second runs only if the first found nothing). Ordering every
 # owed row by a computed "waiting" flag instead cost a sort of all of them for each file sent:
 # 45 ms per send with 12,900 files owed, as a pull-cache destination is when a Games loads.
-_OWED_HERE = """
-SELECT ds.* FROM delivery_state ds JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
+#
+# Up to `limit` files at once (a transport that pushes several in one round trip): the newer
+# versions first in a back-off, then every owed file in order, so the first rows whose gate is
+# open are what may be sent now (a file can come twice: the caller keeps its first row).
+def _owed_here(branch: int) -> str:
+    return f"""
+SELECT {branch} AS branch, ds.* FROM delivery_state ds
+JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
 WHERE ds.destination_id = %(destination)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)"""
-_FIRST = " ORDER BY ds.wanted_at, ds.id LIMIT 1"  # delivery_state_owed_in_order's order
+
+
+# The limit is written into the statement (one prepared statement per transport's batch
+# size): a generic plan does not know a bound LIMIT, and one that guesses it large may sort
+# every owed row instead of walking the index to its first rows.
+_FIRST = " ORDER BY ds.wanted_at, ds.id LIMIT {limit}"  # delivery_state_owed_in_order's order
 NEXT_OWED = """
 WITH sender AS (
     SELECT COALESCE(ss.paused, false) AS paused,
@@ -86,10 +100,10 @@ WITH sender AS (
            COALESCE(ss.consecutive_failures, 0) AS failures
     FROM (SELECT 1) AS one LEFT JOIN delivery_senderstate ss ON ss.destination_id = %(destination)s
 ), picked AS (
-    (""" + _OWED_HERE + " AND (SELECT backing_off FROM sender) AND " + NEWER_THAN_FAILED + _FIRST + """)
+    (""" + _owed_here(1) + " AND (SELECT backing_off FROM sender) AND " + NEWER_THAN_FAILED + _FIRST + """)
     UNION ALL
-    (""" + _OWED_HERE + _FIRST + """)
-    LIMIT 1
+    (""" + _owed_here(2) + _FIRST + """)
+    LIMIT {limit}
 )
 SELECT ds.id, ds.subscription_id, ds.doc_key, COALESCE(NULLIF(s.transform, ''), c.transform), s.file_name_template,
        COALESCE(s.include_version, c.include_version), COALESCE(s.include_result_marks, c.include_result_marks),
@@ -104,15 +118,35 @@ JOIN clients_client c ON c.id = dst.client_id
 JOIN feeds_feeddefinition fd ON fd.id = s.definition_id
 JOIN games_games g ON g.id = fd.games_id
 LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
+ORDER BY ds.branch, ds.wanted_at, ds.id
 """
 
 
+@functools.cache
+def _next_owed_statement(limit: int) -> str:
+    return NEXT_OWED.replace("{limit}", str(int(limit)))
+
+
 def next_owed(destination_id: int) -> OwedFile | None:
+    """The file the destination is owed first, or None."""
+    owed = next_owed_files(destination_id, 1)
+    return owed[0] if owed else None
+
+
+def next_owed_files(destination_id: int, limit: int) -> list[OwedFile]:
+    """The first `limit` files the destination is owed (fewer may come), in the order to send them."""
     with server_binding_cursor() as cursor:  # prepared: its planning cost more than its run
-        cursor.execute(NEXT_OWED, {"destination": destination_id})
-        row = cursor.fetchone()
-    if row is None:
-        return None
+        cursor.execute(_next_owed_statement(limit), {"destination": destination_id})
+        rows = cursor.fetchall()
+    owed, seen = [], set()
+    for row in rows:
+        if row[0] not in seen:
+            seen.add(row[0])
+            owed.append(_owed_file(row))
+    return owed
+
+
+def _owed_file(row) -> OwedFile:
     (state_id, subscription_id, doc_key, transform, template, with_version, with_marks, games_code,
      seq, content_hash, changed_at, feed_type, filter, built_at, paused, waiting, failures, *row_versions) = row
     version = None if seq is None else rendering.CurrentVersion(
@@ -207,9 +241,10 @@ def _drain_and_release(destination_id: int, token, started: float, claimed_at: f
 
 def _drain_under_lease(destination_id: int, held: HeldLease, started: float) -> str:
     sent = 0
-    # The gate and the destination's switches are read with every file, so a pause, a back-off
-    # or a switch-off set elsewhere takes effect at once.
-    while (owed := next_owed(destination_id)) is not None:
+    # The gate and the destination's switches are read with every file (or batch), so a pause,
+    # a back-off or a switch-off set elsewhere takes effect at once.
+    while owed_files := next_owed_files(destination_id, _files_per_push(destination_id)):
+        owed = owed_files[0]
         destination = _destination(destination_id, owed.row_versions)
         if destination is None or not destination.can_send() or not DeliverySwitch.is_on():
             return Outcome.OFF
@@ -219,146 +254,142 @@ def _drain_under_lease(destination_id: int, held: HeldLease, started: float) -> 
             return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
         if not held.claim.held():
             return Outcome.LOST_LEASE
-        if not send_one(destination, owed, held):
+        batch = list(itertools.takewhile(lambda file: file.gate is None, owed_files))
+        if not send_files(destination, batch, held):
             return Outcome.FAILED
         if held.released:
             return Outcome.DRAINED
-        sent += 1
+        sent += len(batch)
     return Outcome.DRAINED if sent else Outcome.IDLE
 
 
+def _files_per_push(destination_id: int) -> int:
+    """How many owed files to take at once: what the destination's transport takes in one push
+    (1 until this process has loaded the destination)."""
+    loaded = _loaded.get(destination_id)
+    return TRANSPORTS[loaded[1].kind].files_per_push if loaded is not None else 1
+
+
 def send_one(destination: Destination, owed: OwedFile, held: HeldLease | None = None) -> bool:
-    """Push the current version of one owed file; True when its proof is recorded. With the
-    drain's lease `held`, whether it is still held is asked just before the send becomes
-    visible at the destination (the fence), and the proof lets it go if nothing else is owed."""
-    version = owed.version
-    if version is None:  # the file was removed; nothing to send
-        DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
+    """Push the current version of one owed file; True when its proof is recorded."""
+    return send_files(destination, [owed], held)
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """An owed file rendered and named, about to be pushed."""
+
+    owed: OwedFile
+    rendered: object  # clients.transforms.base.Rendered
+    path: str
+
+    def feed_file(self) -> FeedFile:
+        version = self.owed.version
+        return FeedFile(self.rendered.body, self.path, self.rendered.content_type, version.seq,
+                        self.owed.shape.etag(version.content_hash.hex()))
+
+
+def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease | None = None) -> bool:
+    """Push the current version of each owed file (several at once only to a transport that
+    takes them in one round trip); True when every proof is recorded. With the drain's lease
+    `held`, whether it is still held is asked just before the files become visible at the
+    destination (the fence), and the proof lets it go if nothing else is owed."""
+    ready = [prepared for file in owed if (prepared := _prepare(file)) is not None]
+    if not ready:
         return True
+    attempt_ids = proofs.open_attempts(destination.pk, [(r.owed.subscription_id, r.owed.doc_key, r.owed.version.seq)
+                                                        for r in ready])
+    started = time.monotonic()
+    outcomes = _push(destination, ready, held)
+    landed = [(r, attempt, receipt) for r, attempt, receipt in zip(ready, attempt_ids, outcomes)
+              if isinstance(receipt, Receipt)]
+    failed = [(r, attempt, error) for r, attempt, error in zip(ready, attempt_ids, outcomes)
+              if not isinstance(error, Receipt)]
+    if landed:
+        _record_landed(destination, landed, started, held if not failed and len(outcomes) == len(ready) else None,
+                       held)
+    if failed:
+        _record_failures(destination, failed, started)
+    _close_unattempted(attempt_ids[len(outcomes):], started)
+    if not failed and ready[0].owed.failures_before:
+        backoff.recovered(destination)
+    return not failed and len(outcomes) == len(ready)
+
+
+def _prepare(owed: OwedFile) -> _Ready | None:
+    """The owed file rendered in its subscription's shape, with its path; None when there is
+    nothing to send (the file was removed, or a newer version arrived this instant: the next
+    turn sends that)."""
+    version = owed.version
+    if version is None:
+        DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
+        return None
     try:
         rendered = rendering.render(version, owed.shape.transform, owed.shape.marks(version.seq))
     except rendering.VersionMoved:
-        return True  # a newer version arrived this instant; the next turn sends it
+        return None
     path = file_names.render(owed.file_name_template, owed.games_code, version.feed_type, version.filter,
                              rendered.extension)
-    attempt_id = _open_attempt(destination, owed, version.seq)
-    started = time.monotonic()
+    return _Ready(owed, rendered, path)
+
+
+def _push(destination: Destination, ready: list[_Ready], held: HeldLease | None) -> list:
+    """Each file's Receipt or error, in order; fewer outcomes than files when the transport
+    stopped at a failure."""
+    still_ours = held.claim.held if held else None
     try:
         transport = transport_for(destination)
-        receipt = transport.send(rendered.body, path, content_type=rendered.content_type,
-                                 version=version.seq, etag=owed.shape.etag(version.content_hash.hex()),
-                                 still_ours=held.claim.held if held else None)
+        if len(ready) == 1:
+            file = ready[0].feed_file()
+            return [transport.send(file.body, file.path, content_type=file.content_type, version=file.version,
+                                   etag=file.etag, still_ours=still_ours)]
+        return transport.send_many([r.feed_file() for r in ready], still_ours=still_ours)
     except (TransportError, CredentialError) as exc:
-        _record_failure(destination, owed, attempt_id, exc, started)
-        return False
-    if held is not None:
-        held.claim.may_end = True
-    age_ms, paused, released = _record_proof(destination, owed, version, rendered, receipt, path, attempt_id, started,
-                                             held.token if held else None)
-    if held is not None:
-        held.released = held.claim.may_end = released
-    count_send(destination.kind, destination.client.name, age_ms)
+        return [exc]
+
+
+def _record_landed(destination, landed: list, started: float, releasing: HeldLease | None,
+                   held: HeldLease | None) -> None:
+    """The proofs of the files that landed, the metrics and the destination's status; the
+    proof lets the lease of `releasing` go when nothing else is owed."""
+    if releasing is not None:
+        releasing.claim.may_end = True
+    recorded = proofs.record_proofs(destination.pk, [
+        proofs.Landed(r.owed.state_id, attempt, r.owed.version.seq, r.owed.version.content_hash,
+                      r.owed.version.changed_at, len(r.rendered.body), hashlib.sha256(r.rendered.body).digest(),
+                      receipt.text, r.path, proofs.duration_ms(started))
+        for r, attempt, receipt in landed], releasing.token if releasing else None)
+    if releasing is not None:
+        releasing.released = releasing.claim.may_end = recorded.released
+    for r, _, _ in landed:
+        count_send(destination.kind, destination.client.name, recorded.ages_ms.get(r.owed.state_id))
     # On every success, not only after failures: a healthy destination must not look unknown.
     # A drain's first send also clears its kick mark, in the same round trip.
     clear_kick_mark = held is not None and not held.kick_mark_cleared
-    health.publish_sent(destination.pk, health.Status.PAUSED if paused else health.Status.RUNNING,
+    last, _, _ = landed[-1]
+    health.publish_sent(destination.pk, health.Status.PAUSED if recorded.paused else health.Status.RUNNING,
                         forget=(kicks.on_its_way_key(destination.pk),) if clear_kick_mark else (),
-                        doc_key=owed.doc_key, seq=version.seq, bytes=len(rendered.body), age_ms=age_ms)
+                        doc_key=last.owed.doc_key, seq=last.owed.version.seq, bytes=len(last.rendered.body),
+                        age_ms=recorded.ages_ms.get(last.owed.state_id), files=len(landed))
     if clear_kick_mark:
         held.kick_mark_cleared = True
-    if owed.failures_before:
-        backoff.recovered(destination)
-    return True
 
 
-# In SQL rather than through the ORM's save(), a tenth of a drain's Python time.
-OPEN_ATTEMPT = """
-INSERT INTO delivery_deliveryattempt (destination_id, subscription_id, doc_key, seq, started_at, receipt,
-                                      error_class, error, permanent, is_test, worker)
-VALUES (%s, %s, %s, %s, clock_timestamp(), '', '', '', false, false, %s) RETURNING id"""
+def _record_failures(destination, failed: list, started: float) -> None:
+    """Each failed file's record; the destination backs off once for the push."""
+    for n, (r, attempt, error) in enumerate(failed):
+        _record_failure(destination, r.owed, attempt, error, started, back_off=n == 0)
 
 
-def _open_attempt(destination: Destination, owed: OwedFile, seq: int) -> int:
-    """The attempt's log row (its id), written before the send without waiting for the disk.
-
-    Every commit waits for the WAL to be flushed, and in a burst senders queued behind the
-    builders' megabytes (in a 20 ms sample of pg_stat_activity, this insert was the
-    statement most often running after the lease's). Nothing is risked: the proof that
-    follows is committed synchronously, which flushes this row with it; a database crash
-    before the proof loses only the row of an attempt whose outcome was never recorded."""
-    # Both statements in one query string: PostgreSQL runs them as one implicit transaction, in
-    # one round trip (BEGIN, SET, INSERT and COMMIT were four, and the transaction stayed open
-    # between them while the thread waited for the GIL).
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO OFF;" + OPEN_ATTEMPT,
-                       [destination.pk, owed.subscription_id, owed.doc_key, seq, _worker_name()])
-        cursor.nextset()  # the INSERT's result, after the SET's
-        return cursor.fetchone()[0]
+def _close_unattempted(attempt_ids: list[int], started: float) -> None:
+    """Attempts the transport never got to (it stopped at an earlier failure)."""
+    for attempt_id in attempt_ids:
+        proofs.finish_attempt(attempt_id, started, ok=False, error_class="NotAttempted", permanent=False,
+                              error="not sent: an earlier file of the same push failed")
 
 
-def _worker_name() -> str:
-    """The node name of the Celery worker running this send ("" outside a task)."""
-    task = current_task
-    return (task.request.hostname or "") if task else ""
-
-
-# The proof, the destination's success and the attempt's outcome in one statement, so in one
-# commit (every commit waits for the WAL to reach disk: a new version sent to 20 destinations
-# at once made 20 more of them); it also reads whether a pause arrived meanwhile, so that the
-# status published after it stays true.
-#
-# And when nothing else is owed here, it lets the lease go (given its token): the statements
-# that followed the last send (a look for more, the release, a look again) were a third of a
-# fan-out's statements. No wake-up is lost: work committed before this statement began is
-# seen here and keeps the lease; the kick of work committed after it finds the lease's row
-# locked by this statement, waits for its commit, and then takes the lease.
-RECORD_PROOF = """
-WITH proof AS (
-UPDATE delivery_state SET
-    sent_seq = GREATEST(sent_seq, %(seq)s), sent_hash = %(hash)s, sent_bytes = %(bytes)s,
-    sent_bytes_sha256 = %(bytes_sha256)s,
-    receipt = %(receipt)s, sent_path = %(path)s, sent_at = clock_timestamp(),
-    age_ms = GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - %(changed_at)s) * 1000)::int,
-    force_resend = false, last_error = '', last_attempt_at = clock_timestamp(),
-    failed_seq = 0, dead_lettered_at = NULL
-WHERE id = %(id)s AND (sent_seq < %(seq)s OR force_resend)
-RETURNING age_ms, wanted_seq > sent_seq AS still_owed),
-done AS (
-SELECT %(token)s::uuid IS NOT NULL AND NOT COALESCE((SELECT still_owed FROM proof), true)
-       AND NOT EXISTS (SELECT 1 FROM delivery_state ds WHERE ds.destination_id = %(destination)s
-                       AND ds.id <> %(id)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)) AS nothing_owed),
-success AS (
-UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive_failures = 0,
-    retry_at = NULL, last_error = '',
-    lease_token = CASE WHEN (SELECT nothing_owed FROM done) AND lease_token = %(token)s THEN NULL ELSE lease_token END,
-    lease_until = CASE WHEN (SELECT nothing_owed FROM done) AND lease_token = %(token)s THEN NULL ELSE lease_until END
-WHERE destination_id = %(destination)s
-RETURNING paused, lease_token IS NULL AS released),
-attempt AS (
-UPDATE delivery_deliveryattempt SET ok = true, duration_ms = %(duration_ms)s, bytes = %(bytes)s,
-    receipt = %(receipt)s, age_ms = (SELECT age_ms FROM proof)
-WHERE id = %(attempt)s)
-SELECT (SELECT age_ms FROM proof), COALESCE((SELECT paused FROM success), false),
-       COALESCE((SELECT released FROM success), false) AND %(token)s::uuid IS NOT NULL
-"""
-
-
-def _record_proof(destination, owed: OwedFile, document, rendered, receipt, path: str, attempt_id: int,
-                  started: float, lease_token: uuid.UUID | None = None) -> tuple[int | None, bool, bool]:
-    """Record the proof (forward only) and the attempt's success; returns the file's age at
-    the send (None if a newer proof was there already), whether the destination is paused
-    now, and whether the lease of `lease_token` was let go (nothing else owed)."""
-    with server_binding_cursor() as cursor:  # prepared
-        cursor.execute(RECORD_PROOF, {
-            "id": owed.state_id, "destination": destination.pk, "seq": document.seq, "hash": document.content_hash,
-            "bytes": len(rendered.body), "bytes_sha256": hashlib.sha256(rendered.body).digest(),
-            "receipt": receipt.text, "path": path, "changed_at": document.changed_at,
-            "attempt": attempt_id, "duration_ms": _duration_ms(started), "token": lease_token,
-        })
-        return cursor.fetchone()
-
-
-def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception, started: float) -> None:
+def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception, started: float,
+                    back_off: bool = True) -> None:
     """Log the failed attempt and back the destination off. A permanent-looking error (a 4xx,
     bad credentials, a changed host key) also marks the file's dead letter: a record of what
     failed, replayable, that blocks nothing. Every error is retried: the client may be
@@ -371,7 +402,8 @@ def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception
         message = f"cut by a pause: {message}"
     log.warning("send of %s to destination %s failed (%s): %s", owed.doc_key, destination.pk,
                 "permanent" if permanent else "transient", message)
-    _finish_attempt(attempt_id, started, ok=False, error_class=type(exc).__name__, error=message, permanent=permanent)
+    proofs.finish_attempt(attempt_id, started, ok=False, error_class=type(exc).__name__, error=message,
+                          permanent=permanent)
     count_send_failure(destination.kind, exc)
     now = timezone.now()
     marks = {"dead_lettered_at": now} if permanent and not cut_by_pause else {}
@@ -379,13 +411,5 @@ def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception
         last_error=message, last_attempt_at=now, failed_seq=owed.version.seq, **marks)
     health.record_event("dead_lettered" if marks else "failed", destination.pk, doc_key=owed.doc_key,
                         error=message)
-    if not cut_by_pause:
+    if back_off and not cut_by_pause:
         backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None), permanent=permanent)
-
-
-def _finish_attempt(attempt_id: int, started: float, **outcome) -> None:
-    DeliveryAttempt.objects.filter(pk=attempt_id).update(duration_ms=_duration_ms(started), **outcome)
-
-
-def _duration_ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)

@@ -7,50 +7,18 @@ it returns a ``Receipt`` or raises ``TransportError``. It knows nothing of Djang
 
 from __future__ import annotations
 
-import contextvars
 import posixpath
 import re
 import secrets
-import socket
-import sys
-import threading
-import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from . import address_policy
-from .failures import Reason, reason_of_os_error, sentence
+from .deadline import Deadline, SocketSet
+from .failures import Reason, TransportError, reason_of_os_error
 from .paths import unsafe_path_reason
-from .watchdog import Watch, watchdog
 
-
-class TransportError(Exception):
-    """A push that did not land.
-
-    ``permanent`` is True when sending the same file again cannot succeed until a person
-    changes something (bad credentials, unknown or changed host key, missing bucket, HTTP 410
-    or another 4xx); False when a later try may land (timeouts, refused or reset connections,
-    5xx, 408, 429). ``retry_after`` is the destination's own hint in seconds, if it gave one;
-    ``status`` its HTTP status, if it answered one. ``reason`` says what kind of failure it
-    was (see ``failures.Reason``), ``seconds`` the timeout that ran out, if one did; together
-    they make ``plain_sentence``. The message may quote a URL with its path and query: store
-    or show it only through ``omnium.safe_errors``.
-    """
-
-    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None,
-                 status: int | None = None, reason: Reason = Reason.OTHER, seconds: float | None = None):
-        super().__init__(message)
-        self.permanent = permanent
-        self.retry_after = retry_after
-        self.status = status
-        self.reason = reason
-        self.seconds = seconds
-
-    @property
-    def plain_sentence(self) -> str:
-        return sentence(self.reason, seconds=self.seconds, status=self.status)
+__all__ = ["Deadline", "FeedFile", "Receipt", "Setting", "Transport", "TransportError"]
 
 
 @dataclass(frozen=True)
@@ -192,154 +160,12 @@ def is_temporary_name(name: str) -> bool:
     return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
-# --- the hard deadline --------------------------------------------------------------------
-
-_CURRENT_DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
-    "omnium_transport_deadline", default=None
-)
-_hook_lock = threading.Lock()
-_hook_installed = False
-
-
-def _note_new_socket(event: str, args: tuple) -> None:
-    # boto3, requests, redis-py, ftplib and paramiko hide their sockets; the audit events
-    # for a new socket (plain or TLS) and for its connect are the one public place where all
-    # of them pass: the deadline tracks the socket, and the address policy sees the address
-    # really connected to (after DNS, so a name that resolves elsewhere later is still caught).
-    if event == "socket.__new__":
-        deadline = _CURRENT_DEADLINE.get()
-        if deadline is not None:
-            deadline.track(args[0])
-    elif event == "socket.connect":
-        deadline = _CURRENT_DEADLINE.get()
-        if deadline is not None:
-            deadline.check_peer(args[1])
-
-
-class AddressRefused(ConnectionRefusedError):
-    """Raised inside a library's connect: an OSError, so the library gives up on that address
-    as it would on any refused one; the deadline remembers why, and the send fails permanently."""
-
-
-def _install_socket_audit() -> None:
-    global _hook_installed
-    with _hook_lock:
-        if not _hook_installed:
-            sys.addaudithook(_note_new_socket)
-            _hook_installed = True
-
-
-class SocketSet:
-    """The sockets a transport has opened, held weakly so closed ones simply drop out.
-
-    It lives as long as the transport, because pooled connections (S3, webhook, Redis)
-    opened during one send are reused by later sends and must be cut by their deadlines.
-    """
-
-    def __init__(self):
-        self._sockets: weakref.WeakSet = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def add(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.add(sock)
-
-    def cut_all(self) -> None:
-        with self._lock:
-            sockets = list(self._sockets)
-        for sock in sockets:
-            # shutdown, not close: closing from this thread would free the descriptor number
-            # while the sending thread still uses it; shutdown wakes its blocked read or write
-            # and leaves the closing to the library that owns the socket.
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-class Deadline:
-    """A hard limit on the wall-clock time of one whole send.
-
-    Library timeouts restart with every read, so a host that trickles a byte a second never
-    trips them. Inside ``with Deadline(...)``, every socket the thread opens is tracked; a
-    watchdog timer shuts them all down when the time is up, which wakes the blocked library
-    call (paramiko's reader thread too: it sees end-of-file and ends the session); the timers
-    of every send share one thread (watchdog.py). Leaving
-    the block after the deadline fired raises a transient
-    ``TransportError("deadline exceeded after N s")``, whether the library raised or
-    returned: a cut socket reads as a clean end of stream, so an HTTP client that had the
-    status line "200 OK" takes the cut for the end of the reply and returns success.
-    """
-
-    def __init__(self, seconds: float, *, sockets: SocketSet | None = None, still_ours=None):
-        self.seconds = seconds
-        self._still_ours = still_ours
-        self._sockets = sockets if sockets is not None else SocketSet()
-        self._expired = threading.Event()
-        self._ends_at = 0.0
-        self._watch: Watch | None = None
-        self._token: contextvars.Token | None = None
-        self.refused_address: str | None = None
-
-    def __enter__(self) -> Deadline:
-        _install_socket_audit()
-        self._ends_at = time.monotonic() + self.seconds
-        self._watch = watchdog.watch(self.seconds, self._expire)
-        self._token = _CURRENT_DEADLINE.set(self)
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        self._watch.cancel()
-        _CURRENT_DEADLINE.reset(self._token)
-        if self.refused_address is not None and exc is not None:
-            raise TransportError(f"refused to connect: {self.refused_address}", permanent=True,
-                                 reason=Reason.ADDRESS_REFUSED) from exc
-        if self.expired:
-            raise self.exceeded() from exc
-        return False
-
-    @property
-    def expired(self) -> bool:
-        return self._expired.is_set()
-
-    def remaining(self) -> float:
-        return max(0.0, self._ends_at - time.monotonic())
-
-    def timeout(self, cap: float) -> float:
-        """How long one operation may wait: ``cap``, but never past the deadline."""
-        self.check()
-        return max(0.01, min(cap, self.remaining()))
-
-    def check(self) -> None:
-        if self.expired:
-            raise self.exceeded()
-
-    def before_commit(self, kind: str) -> None:
-        """Called just before the step that makes the file visible (a rename over the final
-        name, the single PUT, POST or write): refuse it when the deadline fired or when the
-        caller no longer holds the destination (it froze, and another sender took over)."""
-        self.check()
-        if self._still_ours is not None and not self._still_ours():
-            raise TransportError(f"{kind}: stopped before making the file visible: another sender has this destination now")
-
-    def exceeded(self) -> TransportError:
-        return TransportError(f"deadline exceeded after {self.seconds:g} s", permanent=False,
-                              reason=Reason.DEADLINE, seconds=self.seconds)
-
-    def track(self, sock: socket.socket) -> None:
-        # A library that retries after the cut must not get a fresh connection.
-        self.check()
-        self._sockets.add(sock)
-
-    def check_peer(self, address) -> None:
-        refusal = address_policy.current().refusal_of_peer(address)
-        if refusal is not None:
-            self.refused_address = refusal
-            raise AddressRefused(refusal)
-
-    def _expire(self) -> None:
-        self._expired.set()
-        self._sockets.cut_all()
+def _refusal_of_path(kind: str, path: str) -> TransportError | None:
+    """The permanent error of a path that is not a plain relative path, None for a good one."""
+    unsafe = unsafe_path_reason(path)
+    if unsafe is None:
+        return None
+    return TransportError(f"{kind}: refused to send: {unsafe}", permanent=True, reason=Reason.INVALID_SETTINGS)
 
 
 # --- the transport contract ---------------------------------------------------------------
@@ -361,6 +187,15 @@ class Transport:
         (the fence), when given, is asked just before the step that makes the file visible
         (``deadline.before_commit``: the rename, or the one PUT, POST or write); False makes
         the send a transient failure that leaves the destination as it was.
+
+    ``send_many(files, still_ours=None) -> list[Receipt | TransportError]``
+        Pushes several ``FeedFile``s and returns each one's outcome, in order, as ``send``
+        would have returned or raised it; nothing escapes. ``files_per_push`` says how many
+        one call may carry: 1 (the default) sends them one by one through ``send`` and stops
+        after the first failure (its outcome is the last). A transport whose destination
+        takes several files in one round trip (Redis: one pipeline) sets it higher and
+        implements ``push_many``: then one deadline covers them all, ``still_ours`` is asked
+        once before any becomes visible, and a deadline that fires fails them all.
 
     ``config_schema`` / ``credentials_schema``
         What the JSON config and the credentials may hold (see ``Setting``);
@@ -391,6 +226,7 @@ class Transport:
     config_schema: ClassVar[Schema] = TIMEOUT_SETTINGS
     credentials_schema: ClassVar[Schema] = {}
     address_setting: ClassVar[str] = "host"
+    files_per_push: ClassVar[int] = 1
 
     def __init__(self, config: dict, credentials: dict):
         problems = self.validate_config(config) + self.validate_credentials(credentials)
@@ -417,10 +253,9 @@ class Transport:
 
     def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str,
              still_ours=None) -> Receipt:
-        unsafe = unsafe_path_reason(path)  # the real path, filter filled in: checked at every send
-        if unsafe is not None:
-            raise TransportError(f"{self.kind}: refused to send: {unsafe}", permanent=True,
-                                 reason=Reason.INVALID_SETTINGS)
+        refusal = _refusal_of_path(self.kind, path)  # the real path, filter filled in: checked at every send
+        if refusal is not None:
+            raise refusal
         file = FeedFile(bytes(body), path, content_type, version, etag)
         with Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours) as deadline:
             try:
@@ -432,6 +267,38 @@ class Transport:
                 # destination turn red, rather than stop delivery on a guess.
                 reason = reason_of_os_error(exc, connected=True)
                 raise TransportError(f"{self.kind}: {type(exc).__name__}: {exc}", reason=reason) from exc
+
+    def send_many(self, files: list[FeedFile], still_ours=None) -> list[Receipt | TransportError]:
+        if self.files_per_push == 1:
+            return self._send_one_by_one(files, still_ours)
+        outcomes: list[Receipt | TransportError | None] = [_refusal_of_path(self.kind, f.path) for f in files]
+        pushed = [f for f, refused in zip(files, outcomes) if refused is None]
+        try:
+            with Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours) as deadline:
+                receipts = iter(self.push_many(pushed, deadline) if pushed else [])
+        except TransportError as exc:
+            receipts = iter([exc] * len(pushed))
+        except Exception as exc:  # unmapped, as in send: retried, the destination turns red
+            failure = TransportError(f"{self.kind}: {type(exc).__name__}: {exc}",
+                                     reason=reason_of_os_error(exc, connected=True))
+            receipts = iter([failure] * len(pushed))
+        return [outcome if outcome is not None else next(receipts) for outcome in outcomes]
+
+    def _send_one_by_one(self, files: list[FeedFile], still_ours) -> list[Receipt | TransportError]:
+        outcomes = []
+        for file in files:
+            try:
+                outcomes.append(self.send(file.body, file.path, content_type=file.content_type,
+                                          version=file.version, etag=file.etag, still_ours=still_ours))
+            except TransportError as exc:
+                outcomes.append(exc)
+                break
+        return outcomes
+
+    def push_many(self, files: list[FeedFile], deadline: Deadline) -> list[Receipt | TransportError]:
+        """Deliver ``files`` in one go (``files_per_push`` > 1): each one's receipt, or the
+        TransportError of that file alone; raise TransportError when none could land."""
+        raise NotImplementedError
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         """Deliver ``file`` and return the destination's receipt, or raise TransportError.

@@ -107,3 +107,30 @@ def _causes(exc: BaseException | None):
         seen.add(id(exc))
         yield exc
         exc = exc.__cause__ or exc.__context__
+
+
+class TransportError(Exception):
+    """A push that did not land.
+
+    ``permanent`` is True when sending the same file again cannot succeed until a person
+    changes something (bad credentials, unknown or changed host key, missing bucket, HTTP 410
+    or another 4xx); False when a later try may land (timeouts, refused or reset connections,
+    5xx, 408, 429). ``retry_after`` is the destination's own hint in seconds, if it gave one;
+    ``status`` its HTTP status, if it answered one. ``reason`` says what kind of failure it
+    was (see ``failures.Reason``), ``seconds`` the timeout that ran out, if one did; together
+    they make ``plain_sentence``. The message may quote a URL with its path and query: store
+    or show it only through ``omnium.safe_errors``.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None,
+                 status: int | None = None, reason: Reason = Reason.OTHER, seconds: float | None = None):
+        super().__init__(message)
+        self.permanent = permanent
+        self.retry_after = retry_after
+        self.status = status
+        self.reason = reason
+        self.seconds = seconds
+
+    @property
+    def plain_sentence(self) -> str:
+        return sentence(self.reason, seconds=self.seconds, status=self.status)

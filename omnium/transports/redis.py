@@ -48,6 +48,10 @@ class RedisTransport(Transport):
 
     kind = "redis"
     label = "Redis pull cache"
+    # The pull cache takes every new version of every file of a Games, most of them a few KB:
+    # one round trip for many of them, rather than a sender's whole cycle for each (measured
+    # on 500 owed fixture files: 6.4-8.0 ms a file one by one).
+    files_per_push = 64
     config_schema = {
         **TIMEOUT_SETTINGS,
         "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem,
@@ -77,17 +81,36 @@ class RedisTransport(Transport):
         )
         # One quick retry covers a pooled connection the server dropped while idle; more
         # (redis-py backs off for seconds by default) would only eat into the deadline.
-        client = redis.Redis(connection_pool=self._pool, retry=Retry(NoBackoff(), 1))
-        self._write_if_newer = client.register_script(WRITE_IF_NEWER)
+        self._client = redis.Redis(connection_pool=self._pool, retry=Retry(NoBackoff(), 1))
+        self._write_if_newer = self._client.register_script(WRITE_IF_NEWER)
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         key = self.config["key_prefix"] + file.path
         packed = _gzipped(file.body)
         deadline.before_commit("redis")  # write-if-newer also keeps an older version out
         try:
-            stored, version = self._write_if_newer(keys=[key], args=[file.version, file.etag, packed])
+            reply = self._write_if_newer(keys=[key], args=[file.version, file.etag, packed])
         except redis.RedisError as exc:
             raise self._failure(exc) from exc
+        return self._receipt(reply, packed)
+
+    def push_many(self, files: list[FeedFile], deadline: Deadline) -> list[Receipt | TransportError]:
+        packed = [_gzipped(file.body) for file in files]
+        pipe = self._client.pipeline(transaction=False)
+        for file, gz in zip(files, packed, strict=True):
+            self._write_if_newer(keys=[self.config["key_prefix"] + file.path], args=[file.version, file.etag, gz],
+                                 client=pipe)
+        deadline.before_commit("redis")
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except redis.RedisError as exc:
+            raise self._failure(exc) from exc
+        return [self._failure(reply) if isinstance(reply, Exception) else self._receipt(reply, gz)
+                for reply, gz in zip(replies, packed, strict=True)]
+
+    @staticmethod
+    def _receipt(reply, packed: bytes) -> Receipt:
+        stored, version = reply
         if stored:
             return Receipt(f"stored v={version}", remote_bytes=len(packed))
         return Receipt(f"kept newer v={version}")

@@ -2,7 +2,6 @@
 
 import dataclasses
 import gzip
-import time
 
 import redis
 from django.db import connection
@@ -10,7 +9,7 @@ from django.db.models import F
 
 from devtools.generator import Generator
 from devtools.loopback.hosts import WebhookReceiver
-from omnium.delivery import lease, sender
+from omnium.delivery import lease, proofs, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
@@ -69,9 +68,11 @@ def test_sent_seq_never_moves_backwards(small_games, subscribe):
     owed = sender.next_owed(destination.pk)
     stale = dataclasses.replace(owed.version, seq=state.sent_seq - 1, content_hash=b"x" * 32)
 
-    attempt = sender._open_attempt(destination, owed, stale.seq)
-    sender._record_proof(destination, owed, stale, type("R", (), {"body": b"old"})(),
-                         type("Rc", (), {"text": "old"})(), "p", attempt, time.monotonic())
+    [attempt] = proofs.open_attempts(destination.pk, [(owed.subscription_id, owed.doc_key, stale.seq)])
+    recorded = proofs.record_proofs(destination.pk, [proofs.Landed(
+        owed.state_id, attempt, stale.seq, stale.content_hash, stale.changed_at, 3, b"x" * 32, "old", "p", 1)])
+
+    assert recorded.ages_ms == {owed.state_id: None}, "no proof: a newer one is there"
 
     assert DeliveryState.objects.get(pk=state.pk).sent_seq == state.sent_seq
 
@@ -195,3 +196,49 @@ def test_a_change_to_the_destination_or_its_client_applies_from_the_next_file(sm
         assert len(moved_to.deliveries) == 1
     finally:
         moved_to.stop()
+
+
+def test_a_redis_destination_gets_its_owed_files_in_pushes_of_many_with_a_proof_for_each(
+        small_games, subscribe, monkeypatch, clean_redis):
+    from omnium.delivery import health
+    from omnium.transports.redis import RedisTransport
+
+    monkeypatch.setattr(RedisTransport, "files_per_push", 4)  # small pushes, to see several
+    settings = redis_destination_settings()
+    destination = subscribe(small_games, settings, feed_types=("calendar", "medals", "results", "country"))
+    owed = DeliveryState.objects.filter(destination=destination)
+    assert owed.count() >= 9
+
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+
+    stored = redis.Redis.from_url(REDIS_TEST_URL)
+    for state in owed.all():
+        document = FeedDocument.objects.get(doc_key=state.doc_key)
+        assert state.sent_seq == document.seq and state.receipt == f"stored v={document.seq}"
+        assert int(stored.hget(f"{settings[1]['key_prefix']}{state.sent_path}", "v")) == document.seq
+    assert set(DeliveryAttempt.objects.filter(destination=destination).values_list("ok", flat=True)) == {True}
+    pushes = [event["files"] for event in health.read_events() if event.get("destination") == destination.pk
+              and event["kind"] == "sent"]
+    assert sorted(pushes, reverse=True)[:2] == [4, 4] and sum(pushes) == owed.count()
+    assert SenderState.objects.get(destination=destination).lease_token is None, "the last proof let it go"
+
+
+def test_a_file_that_fails_in_a_push_of_many_is_dead_lettered_and_the_others_get_their_proofs(
+        small_games, subscribe):
+    from omnium.delivery.backoff import Gate, gate
+
+    settings = redis_destination_settings()
+    destination = subscribe(small_games, settings, feed_types=("calendar", "medals", "results"))
+    sender.drain(destination.pk)  # loaded once: the next drain pushes in batches
+    states = list(DeliveryState.objects.filter(destination=destination).order_by("doc_key"))
+    taken = states[1]
+    redis.Redis.from_url(REDIS_TEST_URL).set(f"{settings[1]['key_prefix']}{taken.sent_path}", "not a hash")
+    DeliveryState.objects.filter(destination=destination).update(force_resend=True)
+
+    assert sender.drain(destination.pk) == sender.Outcome.FAILED
+
+    failed = DeliveryState.objects.get(pk=taken.pk)
+    assert failed.force_resend and failed.dead_lettered_at is not None and "WRONGTYPE" in failed.last_error
+    others = DeliveryState.objects.filter(destination=destination).exclude(pk=taken.pk)
+    assert not any(state.force_resend for state in others), "the others landed and have their proofs"
+    assert gate(destination.pk) == Gate.WAITING, "the destination backs off"

@@ -130,3 +130,36 @@ def _watch_while(kit, path, send) -> set:
         done.set()
         watcher.join()
     return seen
+
+
+def _feed_files(bodies_and_paths):
+    from omnium.transports.base import FeedFile
+
+    return [FeedFile(body, path, "application/json", next_version(), f"e{n}")
+            for n, (body, path) in enumerate(bodies_and_paths)]
+
+
+def test_send_many_lands_each_file_and_says_which_failed(kit):
+    """Every transport takes several files in one call: one push for those that take several
+    (Redis), one by one for the others, which stop at the first failure."""
+    first, second, after = (os.urandom(3_000), feed_path()), (b"{}", "../outside.json"), (b'{"z": 1}', feed_path())
+
+    outcomes = kit.transport().send_many(_feed_files([first, second, after]))
+
+    assert not isinstance(outcomes[0], TransportError) and kit.read_back(first[1]) == first[0]
+    assert isinstance(outcomes[1], TransportError) and outcomes[1].permanent, "a path that climbs out is refused"
+    assert len(outcomes) in (2, 3)
+    if len(outcomes) == 3:  # a transport that pushes them together still lands the others
+        assert not isinstance(outcomes[2], TransportError) and kit.read_back(after[1]) == after[0]
+    else:
+        assert kit.read_back(after[1]) is None, "stopped at the failure"
+
+
+def test_send_many_to_a_silent_host_fails_within_deadline(kit, silent_host):
+    transport = kit.transport(**kit.aimed_at(silent_host.port), **QUICK)
+    started = time.monotonic()
+
+    outcomes = transport.send_many(_feed_files([(b"{}", feed_path()), (b"[]", feed_path())]))
+
+    assert outcomes and all(isinstance(o, TransportError) and not o.permanent for o in outcomes)
+    assert time.monotonic() - started < SEND_TIMEOUT + SLACK
