@@ -12,11 +12,14 @@ transaction, sends parameters apart from the query, which serves two purposes:
   run it five times (settings: DATABASES' prepare_threshold), and PostgreSQL then stops
   planning it. The sender's pick of the next
   owed file joins seven tables: planning it took 1 ms, running it 0.2 ms, three times a send.
+  `prepared_rows` runs an ORM query this way: a fixture's competitors with their names join
+  five tables, planned in 3.3 ms and run in 0.4 ms, for every fixture file built.
 """
 
 from contextlib import contextmanager
 
 import psycopg
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from psycopg.pq import Format
 
@@ -34,3 +37,25 @@ def server_binding_cursor(binary_results: bool = False):
     own.format = Format.BINARY if binary_results else Format.TEXT
     with connection._prepare_cursor(own) as cursor:
         yield cursor
+
+
+def prepared_rows(queryset) -> list[tuple]:
+    """The rows of a `values_list()` query, as Django returns them (its converters applied),
+    run through `server_binding_cursor`: a query text the connection has run five times is
+    prepared, and PostgreSQL stops planning it. For queries of a fixed shape run for every
+    record (one fixture, one athlete); an `__in` list of varying length makes a new text each
+    time, which is merely never prepared."""
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:  # a filter no row can match (an empty `__in`)
+        return []
+    with server_binding_cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [tuple(row) for row in compiler.results_iter(results=[rows])]
+
+
+def prepared_dicts(queryset, fields) -> list[dict]:
+    """`queryset.values(*fields)`, run as `prepared_rows` runs it."""
+    return [dict(zip(fields, row, strict=True)) for row in prepared_rows(queryset.values_list(*fields))]

@@ -10,6 +10,7 @@ from omnium.feeds import record_ids
 from omnium.feeds.canonical import decimal_text
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Athlete, Competitor, MedalAward
+from omnium.server_binding import prepared_dicts
 
 
 def _athlete(filter: str) -> dict:
@@ -17,17 +18,17 @@ def _athlete(filter: str) -> dict:
         athlete_id = record_ids.expand(filter)
     except ValueError:
         raise UnknownFile(f"{filter!r} is not an athlete id") from None
-    found = Athlete.objects.filter(pk=athlete_id).values("id", "given_name", "family_name", "noc__code",
-                                                         "changed_at").first()
-    if found is None:
+    found = prepared_dicts(Athlete.objects.filter(pk=athlete_id),
+                           ("id", "given_name", "family_name", "noc__code", "changed_at"))
+    if not found:
         raise UnknownFile(f"no athlete {filter}")
-    return found
+    return found[0]
 
 
 def resolve(games, filter: str) -> Resolved:
     athlete = _athlete(filter)
     mine = Q(entry__athlete_id=athlete["id"]) | Q(entry__team__members=athlete["id"])
-    places = list(Competitor.objects.filter(mine).order_by("fixture__starts_at", "fixture_id").values(
+    places = prepared_dicts(Competitor.objects.filter(mine).order_by("fixture__starts_at", "fixture_id"), (
         "entry_id", "entry__event_id", "fixture_id", "fixture__changed_at", "fixture__games__code",
         "fixture__event__code", "fixture__event__name", "fixture__phase", "fixture__starts_at", "rank", "score",
     ))

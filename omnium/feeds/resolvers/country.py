@@ -5,12 +5,13 @@ from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.feeds.resolvers.entries import ENTRY_FIELDS, entry_document
 from omnium.feeds.resolvers.medals import standing_document
 from omnium.games.models import Entry, MedalStanding, Noc
+from omnium.server_binding import prepared_dicts
 
 
 def resolve(games, filter: str) -> Resolved:
     noc = Noc.objects.filter(code=filter).first()
-    entries = noc and list(Entry.objects.filter(games=games, noc=noc).order_by("event__code", "id")
-                           .values(*ENTRY_FIELDS, "event__code"))
+    entries = noc and prepared_dicts(Entry.objects.filter(games=games, noc=noc).order_by("event__code", "id"),
+                                     (*ENTRY_FIELDS, "event__code"))
     if not entries:
         raise UnknownFile(f"NOC {filter!r} has no entries at {games.code}")
     resolved = Resolved(data=None)

@@ -5,6 +5,7 @@ from omnium.feeds import record_ids
 from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Fixture
+from omnium.server_binding import prepared_dicts
 
 
 def resolve(games, filter: str) -> Resolved:
@@ -12,7 +13,7 @@ def resolve(games, filter: str) -> Resolved:
         fixture_id = record_ids.expand(filter)
     except ValueError:
         raise UnknownFile(f"{filter!r} is not a fixture id") from None
-    found = list(Fixture.objects.filter(games=games, pk=fixture_id).values(*fixture_rows.FIXTURE_FIELDS))
+    found = prepared_dicts(Fixture.objects.filter(games=games, pk=fixture_id), fixture_rows.FIXTURE_FIELDS)
     if not found:
         raise UnknownFile(f"no fixture {filter} in {games.code}")
     row = dict(found[0], competitors=fixture_rows.competitors_by_fixture([fixture_id]).get(fixture_id, []))

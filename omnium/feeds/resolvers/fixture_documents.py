@@ -27,6 +27,7 @@ import orjson
 
 from omnium.feeds.resolvers import fixture_rows
 from omnium.memory_lru import ByteBoundedLru
+from omnium.server_binding import prepared_rows
 
 # About 700 bytes a fixture in the calendar's shape; a country's shape of each of its
 # fixtures adds as much again over all NOCs: a few MB a Games, bounded for many Games.
@@ -50,7 +51,7 @@ def listed(games, shape: Callable[[dict], dict] = fixture_rows.fixture_document,
     """The Games' fixtures in schedule order, each as `shape` makes it of its row (with its
     competitors, only `noc`'s if given: see fixture_rows.fixtures), `where` narrowing them."""
     view = (shape, noc and noc.pk)
-    rows = list(fixture_rows.selected(games, noc, **where).order_by("starts_at", "id").values_list(
+    rows = prepared_rows(fixture_rows.selected(games, noc, **where).order_by("starts_at", "id").values_list(
         "id", "starts_at", "event_id", "changed_at", "row_version"))
     # Keyed by the id's integer: a UUID hashes in Python, thousands of times a listing.
     documents = _kept.get_many([(*view, row[0].int, row[4]) for row in rows])

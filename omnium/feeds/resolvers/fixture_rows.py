@@ -8,6 +8,7 @@ from django.db.models.functions import Cast
 
 from omnium.feeds.canonical import iso_time
 from omnium.games.models import Competitor, Fixture
+from omnium.server_binding import prepared_dicts, prepared_rows
 
 
 def competitor_name(given: str | None, family: str | None, team: str | None) -> str:
@@ -31,7 +32,7 @@ def competitors_by_fixture(fixture_ids, noc=None) -> dict:
     selected = Competitor.objects.filter(fixture__in=fixture_ids)
     if noc is not None:
         selected = selected.filter(entry__noc=noc)
-    rows = (
+    rows = prepared_rows(
         selected
         .order_by("fixture_id", "rank", "entry_id")
         .values_list(
@@ -70,7 +71,7 @@ def fixtures(games, noc=None, **where) -> list[dict]:
     it away was most of the work of the ~10 country builds a second in a busy hour."""
     chosen = selected(games, noc, **where)
     competitors = competitors_by_fixture(chosen.values("id"), noc)
-    rows = chosen.order_by("starts_at", "id").values(*FIXTURE_FIELDS, "row_version")
+    rows = prepared_dicts(chosen.order_by("starts_at", "id"), (*FIXTURE_FIELDS, "row_version"))
     return [dict(row, competitors=competitors.get(row["id"], [])) for row in rows]
 
 
