@@ -36,6 +36,14 @@ class Watchdog:
         self._order = itertools.count()  # ties in time are taken in the order they came
         self._wake = threading.Condition(threading.Lock())
         self._thread_pid: int | None = None
+        # Threads do not survive a fork, and a lock the thread held at that instant would stay
+        # held in the child for good: its first send would wait forever (seen in a test).
+        os.register_at_fork(after_in_child=self._forget_the_parents_thread)
+
+    def _forget_the_parents_thread(self) -> None:
+        self._wake = threading.Condition(threading.Lock())
+        self._thread_pid = None
+        self._heap = [item for item in self._heap if not item[2].cancelled]
 
     def watch(self, seconds: float, action: Callable[[], None]) -> Watch:
         """Run `action` in the watchdog's thread in `seconds`, unless cancelled first."""
@@ -49,10 +57,8 @@ class Watchdog:
         return entry
 
     def _ensure_thread(self) -> None:
-        # Threads do not survive a fork: a forked worker child starts its own.
-        if self._thread_pid != os.getpid():
+        if self._thread_pid != os.getpid():  # the first watch, or the first in a forked child
             self._thread_pid = os.getpid()
-            self._heap = [item for item in self._heap if not item[2].cancelled]
             threading.Thread(target=self._run, daemon=True, name="send-deadlines").start()
 
     def _run(self) -> None:

@@ -46,3 +46,17 @@ def test_a_forked_child_gets_a_thread_of_its_own():
     child.start()
     child.join(10)
     assert result.get(timeout=1) is True
+
+
+def test_a_child_forked_while_the_watchdog_held_its_lock_is_not_stuck():
+    """The watchdog's thread holds its lock for an instant at every wake-up; a fork in that
+    instant must not leave the child a lock that no thread of its own will ever release."""
+    watchdog = Watchdog()
+    watchdog.watch(60, lambda: None)
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    with watchdog._wake:  # as the parent's watchdog thread does when it wakes
+        child = context.Process(target=_fires_in_a_forked_child, args=(watchdog, result))
+        child.start()
+    child.join(10)
+    assert result.get(timeout=1) is True
