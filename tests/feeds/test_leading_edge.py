@@ -211,7 +211,20 @@ def test_a_burst_to_a_quiet_file_is_built_at_once_then_batched_into_one_more_ver
     assert led_by < 0.8, f"the burst's first change waited {led_by:.2f} s for its first version"
     assert contains(calendar[-1], last_change), "the burst's last change was built"
     per_file = versions_per_file(small_games, seq_before)
-    assert max(per_file.values()) <= 2, f"more than one version beyond the leading one: {per_file}"
+    allowed = 2 + stalls(first_change, last_change)
+    assert max(per_file.values()) <= allowed, f"more than one version beyond the leading one: {per_file}"
+
+
+def stalls(first: OutboxEntry, last: OutboxEntry) -> int:
+    """How many more versions the debounce rule allows when the machine stalled the burst: a
+    pause of a quiet period between two changes ends the burst (the next change leads again),
+    and a change noted a quiet period after its commit is due at once. Both seen once in CI,
+    with three other test processes on two cores; 0 on an unloaded machine."""
+    quiet = timedelta(seconds=settings.OMNIUM["BUILD_QUIET_S"])
+    changes = list(OutboxEntry.objects.filter(id__gte=first.id, id__lte=last.id).order_by("id"))
+    gaps = sum(1 for a, b in zip(changes, changes[1:]) if b.created_at - a.created_at >= quiet)
+    late = sum(1 for change in changes if change.handled_at - change.created_at >= quiet)
+    return gaps + late
 
 
 def test_a_live_file_goes_before_bulk_first_builds_which_go_first_come_first_served(small_games):
