@@ -100,7 +100,7 @@ class Deadline:
         self._still_ours = still_ours
         self._sockets = sockets if sockets is not None else SocketSet()
         self._expired = threading.Event()
-        self._ends_at = 0.0
+        self._ends_at = float("inf")  # set when entered
         self._watch: Watch | None = None
         self._token: contextvars.Token | None = None
         self.refused_address: str | None = None
@@ -124,7 +124,10 @@ class Deadline:
 
     @property
     def expired(self) -> bool:
-        return self._expired.is_set()
+        """True once the deadline has passed, whether or not the watchdog's thread has run yet to
+        cut the sockets: on a busy machine it can wake late, and a library's own timeout of the
+        same length (redis-py's socket timeout) then ended the send first and named itself."""
+        return self._expired.is_set() or time.monotonic() >= self._ends_at
 
     def remaining(self) -> float:
         return max(0.0, self._ends_at - time.monotonic())

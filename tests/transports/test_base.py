@@ -122,6 +122,27 @@ def test_a_send_whose_deadline_fired_fails_even_when_the_library_returned():
     assert not failure.value.permanent
 
 
+def test_a_send_that_outlived_its_deadline_fails_though_the_watchdog_had_not_woken_yet(monkeypatch):
+    """On a busy machine the watchdog's thread can wake late; the deadline has passed anyway."""
+    from omnium.transports import deadline
+    from omnium.transports.watchdog import Watch
+
+    class WakesTooLate:  # the watchdog's thread, descheduled past the deadline
+        def watch(self, seconds, action):
+            return Watch(time.monotonic() + seconds, action)
+
+    class Slow(Transport):
+        kind = "slow"
+
+        def push(self, file, deadline):
+            time.sleep(0.6)
+            return Receipt("200 in the end")
+
+    monkeypatch.setattr(deadline, "watchdog", WakesTooLate())
+    with pytest.raises(TransportError, match="deadline exceeded after 0.5 s"):
+        Slow({"send_timeout": 0.5}, {}).send(b"{}", "a.json", content_type="application/json", version=1, etag="e")
+
+
 def test_unexpected_error_becomes_transient():
     class Broken(Transport):
         kind = "broken"
