@@ -159,9 +159,11 @@ def test_a_builder_killed_mid_build_hands_its_file_over_within_10_s(small_games,
     doc_key = f"{small_games.code}/calendar"
     with rows_held("SELECT 1 FROM feeds_feeddocument WHERE doc_key = %s FOR UPDATE", [doc_key]):
         before = new_version(small_games, 72)
+        wait_until(_waiting_on_a_lock, 15, message="the builder stuck saving the calendar")
+        # As on a real day, another worker is up when one dies: its start-up is no part of the handover.
+        started.append(child_processes.start_worker(BUILD_QUEUES, "builds-survivor", **FAST))
         killed_at = kill_once_stuck(doomed, "the builder, saving the calendar,")
         assert PendingBuild.objects.filter(doc_key=doc_key, claim_token__isnull=False).exists()
-    started.append(child_processes.start_worker(BUILD_QUEUES, "builds-after", **FAST))
 
     wait_until(lambda: confirmed_after(destination, before), 30, message="the next version confirmed")
     assert time.monotonic() - killed_at < RECOVERY_S
@@ -177,8 +179,9 @@ def test_a_stat_job_killed_mid_run_is_run_again_within_10_s(small_games, started
         award_gold_to_the_winner(event)
         job = wait_until(lambda: StatJob.objects.filter(state=StatJob.State.RUNNING).first(), 15,
                          message="the stat job running")
+        wait_until(_waiting_on_a_lock, 15, message="the stat job stuck mid-run")
+        started.append(child_processes.start_worker(STATS_QUEUES, "stats-survivor", **FAST))
         killed_at = kill_once_stuck(doomed, "the stat job")
-    started.append(child_processes.start_worker(STATS_QUEUES, "stats-after", **FAST))
 
     wait_until(lambda: StatJob.objects.filter(pk=job.pk, state=StatJob.State.DONE).exists(), 30,
                message="the stat job done")
