@@ -145,7 +145,22 @@ def destination_settings(receiver: WebhookReceiver, first: int, count: int) -> d
 def provision(games, receiver, first: int, count: int) -> tuple[list[int], float]:
     started = time.monotonic()
     made = provision_destinations("bench-scale", destination_settings(receiver, first, count), games, ["medals"])
-    return [d.pk for d in made], round(time.monotonic() - started, 3)
+    provision_s = round(time.monotonic() - started, 3)
+    analyze_as_autovacuum_would()
+    return [d.pk for d in made], provision_s
+
+
+# The tables provisioning filled. A production PostgreSQL runs autovacuum (README: "Running on
+# several machines"), which analyzes a table once a tenth of it changed; this machine's runs
+# with autovacuum off, so without this the planner would take 5,000 destinations for the
+# handful it saw before provisioning, and the sender's prepared statements would scan
+# sequentially what they look up by key (0.36 ms instead of 0.16 ms for the next-file pick).
+PROVISIONED_TABLES = ("clients_destination", "clients_subscription", "delivery_state", "delivery_senderstate")
+
+
+def analyze_as_autovacuum_would() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {', '.join(PROVISIONED_TABLES)}")
 
 
 OWED = "SELECT count(*) FROM delivery_state WHERE destination_id = ANY(%s) AND (wanted_seq > sent_seq OR force_resend)"
