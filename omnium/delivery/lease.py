@@ -15,22 +15,24 @@ import uuid
 from omnium import claim_renewal
 from omnium.server_binding import server_binding_cursor
 
+# Returns the row only when it took the lease (a drain takes it with its first owed files:
+# delivery.owed_files.take_lease).
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
     (destination_id, lease_token, lease_until, consecutive_failures, last_error, paused, paused_reason)
-VALUES (%(id)s, %(token)s, clock_timestamp() + %(ttl)s * interval '1 second', 0, '', false, '')
+VALUES (%(destination)s, %(token)s, clock_timestamp() + %(ttl)s * interval '1 second', 0, '', false, '')
 ON CONFLICT (destination_id) DO UPDATE
     SET lease_token = EXCLUDED.lease_token, lease_until = EXCLUDED.lease_until
     WHERE s.lease_until IS NULL OR s.lease_until < clock_timestamp()
-RETURNING lease_token
 """
 
 
 def acquire(destination_id: int) -> uuid.UUID | None:
     """The lease's token, or None if another sender holds it."""
     token = uuid.uuid4()
-    with server_binding_cursor() as cursor:  # prepared: run for every drain
-        cursor.execute(ACQUIRE, {"id": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
+    with server_binding_cursor() as cursor:
+        cursor.execute(ACQUIRE + "RETURNING lease_token",
+                       {"destination": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
         return token if cursor.fetchone() else None
 
 

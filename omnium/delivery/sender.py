@@ -7,7 +7,6 @@ it through the destination's transport under the hard deadline, and records the 
 statement that only moves `sent_seq` forward. A failure backs off this destination only.
 """
 
-import functools
 import hashlib
 import itertools
 import logging
@@ -23,15 +22,14 @@ from omnium import claim_renewal
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
-from omnium.clients.shapes import Shape
-from omnium.delivery import backoff, deletion, health, kicks, lease, proofs, rendering
+from omnium.delivery import backoff, deletion, health, kicks, lease, owed_files, proofs, rendering
 from omnium.delivery.kicks import kick
-from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryState, DeliverySwitch
+from omnium.delivery.models import DeliveryState, DeliverySwitch
+from omnium.delivery.owed_files import OwedFile
 from omnium.delivery.transport_cache import transport_for
 from omnium.metrics.families import count_send, count_send_failure
 from omnium.redis_client import redis_client
 from omnium.safe_errors import safe_error_text
-from omnium.server_binding import server_binding_cursor
 from omnium.transports import TransportError
 from omnium.transports.base import FeedFile, Receipt
 from omnium.transports.registry import TRANSPORTS
@@ -53,109 +51,6 @@ class Outcome(StrEnum):
     LOST_LEASE = "lost_lease"  # its lease passed to another sender
 
 
-@dataclass(frozen=True)
-class OwedFile:
-    """The next file a destination is owed, with what sending it needs (one query, not five)."""
-
-    state_id: int
-    subscription_id: int
-    doc_key: str
-    shape: Shape
-    file_name_template: str
-    games_code: str
-    version: rendering.CurrentVersion | None  # None: the file no longer exists
-    gate: backoff.Gate | None  # the destination must not send now
-    failures_before: int
-    row_versions: tuple[str, str]  # of the destination's row and its client's (see _destination)
-
-
-# The shape is the client's, but for the fields the subscription sets itself.
-# A back-off holds back only the versions that already failed: a file owed a version newer
-# than the one that failed is tried at once (ARCHITECTURE rule 7), so it comes first while the
-# destination waits. Dead letters are a record of what failed, never a block: they stay owed.
-#
-# The file is picked first, then joined: two index walks of `delivery_state_owed_in_order`, each
-# stopping at its first row (the second runs only if the first found nothing). Ordering every
-# owed row by a computed "waiting" flag instead cost a sort of all of them for each file sent:
-# 45 ms per send with 12,900 files owed, as a pull-cache destination is when a Games loads.
-#
-# Up to `limit` files at once (a transport that pushes several in one round trip): the newer
-# versions first in a back-off, then every owed file in order, so the first rows whose gate is
-# open are what may be sent now (a file can come twice: the caller keeps its first row).
-def _owed_here(branch: int) -> str:
-    return f"""
-SELECT {branch} AS branch, ds.* FROM delivery_state ds
-JOIN clients_subscription s ON s.id = ds.subscription_id AND s.active
-WHERE ds.destination_id = %(destination)s AND (ds.wanted_seq > ds.sent_seq OR ds.force_resend)"""
-
-
-# The limit is written into the statement (one prepared statement per transport's batch
-# size): a generic plan does not know a bound LIMIT, and one that guesses it large may sort
-# every owed row instead of walking the index to its first rows.
-_FIRST = " ORDER BY ds.wanted_at, ds.id LIMIT {limit}"  # delivery_state_owed_in_order's order
-NEXT_OWED = """
-WITH sender AS (
-    SELECT COALESCE(ss.paused, false) AS paused,
-           COALESCE(ss.retry_at > clock_timestamp(), false) AS backing_off,
-           COALESCE(ss.consecutive_failures, 0) AS failures
-    FROM (SELECT 1) AS one LEFT JOIN delivery_senderstate ss ON ss.destination_id = %(destination)s
-), picked AS (
-    (""" + _owed_here(1) + " AND (SELECT backing_off FROM sender) AND " + NEWER_THAN_FAILED + _FIRST + """)
-    UNION ALL
-    (""" + _owed_here(2) + _FIRST + """)
-    LIMIT {limit}
-)
-SELECT ds.id, ds.subscription_id, ds.doc_key, COALESCE(NULLIF(s.transform, ''), c.transform), s.file_name_template,
-       COALESCE(s.include_version, c.include_version), COALESCE(s.include_result_marks, c.include_result_marks),
-       g.code, d.seq, d.content_hash, d.changed_at, d.feed_type, d.filter,
-       d.built_at, sender.paused, sender.backing_off AND NOT """ + NEWER_THAN_FAILED + """ AS waiting,
-       sender.failures, dst.xmin::text, c.xmin::text
-FROM picked ds
-CROSS JOIN sender
-JOIN clients_subscription s ON s.id = ds.subscription_id
-JOIN clients_destination dst ON dst.id = ds.destination_id
-JOIN clients_client c ON c.id = dst.client_id
-JOIN feeds_feeddefinition fd ON fd.id = s.definition_id
-JOIN games_games g ON g.id = fd.games_id
-LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
-ORDER BY ds.branch, ds.wanted_at, ds.id
-"""
-
-
-@functools.cache
-def _next_owed_statement(limit: int) -> str:
-    return NEXT_OWED.replace("{limit}", str(int(limit)))
-
-
-def next_owed(destination_id: int) -> OwedFile | None:
-    """The file the destination is owed first, or None."""
-    owed = next_owed_files(destination_id, 1)
-    return owed[0] if owed else None
-
-
-def next_owed_files(destination_id: int, limit: int) -> list[OwedFile]:
-    """The first `limit` files the destination is owed (fewer may come), in the order to send them."""
-    with server_binding_cursor() as cursor:  # prepared: its planning cost more than its run
-        cursor.execute(_next_owed_statement(limit), {"destination": destination_id})
-        rows = cursor.fetchall()
-    owed, seen = [], set()
-    for row in rows:
-        if row[0] not in seen:
-            seen.add(row[0])
-            owed.append(_owed_file(row))
-    return owed
-
-
-def _owed_file(row) -> OwedFile:
-    (state_id, subscription_id, doc_key, transform, template, with_version, with_marks, games_code,
-     seq, content_hash, changed_at, feed_type, filter, built_at, paused, waiting, failures, *row_versions) = row
-    version = None if seq is None else rendering.CurrentVersion(
-        doc_key, seq, bytes(content_hash), changed_at, feed_type, filter, built_at)
-    gate = backoff.Gate.PAUSED if paused else backoff.Gate.WAITING if waiting else None
-    return OwedFile(state_id, subscription_id, doc_key, Shape(transform, with_version, with_marks), template,
-                    games_code, version, gate, failures, tuple(row_versions))
-
-
 def drain(destination_id: int) -> str:
     """Send everything the destination is owed (for at most DRAIN_BUDGET_S); returns why it
     stopped."""
@@ -163,12 +58,12 @@ def drain(destination_id: int) -> str:
 
     def acquire_and_drain() -> str:
         claimed_at = time.monotonic()
-        token = lease.acquire(destination_id)
-        if token is None:
+        taken = owed_files.take_lease(destination_id, _files_per_push(destination_id))
+        if taken is None:
             kicks.arrived(destination_id)
             _look_again_when_the_lease_ends(destination_id)
             return Outcome.BUSY
-        return _drain_and_release(destination_id, token, started, claimed_at)
+        return _drain_and_release(destination_id, taken, started, claimed_at)
 
     # A deleted destination's lease cannot be taken (its sender state row's foreign key).
     return deletion.unless_deleted(destination_id, acquire_and_drain, Outcome.OFF)
@@ -219,11 +114,12 @@ class HeldLease:
     kick_mark_cleared: bool = False
 
 
-def _drain_and_release(destination_id: int, token, started: float, claimed_at: float) -> str:
+def _drain_and_release(destination_id: int, taken: owed_files.TakenLease, started: float, claimed_at: float) -> str:
+    token = taken.token
     held = HeldLease(token, claim_renewal.hold(f"destination {destination_id}",
                                                lambda: lease.renew(destination_id, token), claimed_at))
     try:
-        outcome = _drain_under_lease(destination_id, held, started)
+        outcome = _drain_under_lease(destination_id, held, taken.first_files, started)
     finally:
         claim_renewal.let_go(held.claim)
         if not held.released:
@@ -234,32 +130,34 @@ def _drain_and_release(destination_id: int, token, started: float, claimed_at: f
         return outcome  # let go by the last proof, which saw nothing else owed (RECORD_PROOF)
     # A kick that arrived while we held the lease returned at once: look again, so that no
     # wake-up is lost between our last look and the release.
-    if outcome == Outcome.DRAINED and (owed := next_owed(destination_id)) and owed.gate is None:
+    if outcome == Outcome.DRAINED and (owed := owed_files.next_owed(destination_id)) and owed.gate is None:
         kick(destination_id)
     return outcome
 
 
-def _drain_under_lease(destination_id: int, held: HeldLease, started: float) -> str:
+def _drain_under_lease(destination_id: int, held: HeldLease, owed: list[OwedFile],
+                       started: float) -> str:
+    """Send `owed` (read as the lease was taken), then what is owed next, until nothing is."""
     sent = 0
     # The gate and the destination's switches are read with every file (or batch), so a pause,
     # a back-off or a switch-off set elsewhere takes effect at once.
-    while owed_files := next_owed_files(destination_id, _files_per_push(destination_id)):
-        owed = owed_files[0]
-        destination = _destination(destination_id, owed.row_versions)
+    while owed:
+        destination = _destination(destination_id, owed[0].row_versions)
         if destination is None or not destination.can_send() or not DeliverySwitch.is_on():
             return Outcome.OFF
-        if owed.gate is not None:
+        if owed[0].gate is not None:
             return Outcome.IDLE
         if time.monotonic() - started > DRAIN_BUDGET_S:
             return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
         if not held.claim.held():
             return Outcome.LOST_LEASE
-        batch = list(itertools.takewhile(lambda file: file.gate is None, owed_files))
+        batch = list(itertools.takewhile(lambda file: file.gate is None, owed))
         if not send_files(destination, batch, held):
             return Outcome.FAILED
         if held.released:
             return Outcome.DRAINED
         sent += len(batch)
+        owed = owed_files.next_owed_files(destination_id, _files_per_push(destination_id))
     return Outcome.DRAINED if sent else Outcome.IDLE
 
 

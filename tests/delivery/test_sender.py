@@ -9,7 +9,7 @@ from django.db.models import F
 
 from devtools.generator import Generator
 from devtools.loopback.hosts import WebhookReceiver
-from omnium.delivery import lease, proofs, sender
+from omnium.delivery import lease, owed_files, proofs, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
@@ -65,7 +65,7 @@ def test_sent_seq_never_moves_backwards(small_games, subscribe):
     sender.drain(destination.pk)
     state = DeliveryState.objects.get(destination=destination)
     DeliveryState.objects.filter(pk=state.pk).update(wanted_seq=state.sent_seq + 1)  # owed again
-    owed = sender.next_owed(destination.pk)
+    owed = owed_files.next_owed(destination.pk)
     stale = dataclasses.replace(owed.version, seq=state.sent_seq - 1, content_hash=b"x" * 32)
 
     [attempt] = proofs.open_attempts(destination.pk, [(owed.subscription_id, owed.doc_key, stale.seq)])
@@ -133,19 +133,47 @@ def test_the_longest_owed_file_is_sent_first_and_in_a_back_off_a_newer_version_b
     sender.drain(destination.pk)
     states = _owe(destination, {"calendar": 30, "medals": 20, "entries": 10}, failed=("calendar", "medals"))
 
-    assert sender.next_owed(destination.pk).state_id == states["calendar"]  # no back-off: oldest first
+    assert owed_files.next_owed(destination.pk).state_id == states["calendar"]  # no back-off: oldest first
 
     SenderState.objects.update_or_create(destination=destination, defaults={
         "retry_at": timezone.now() + timedelta(minutes=5), "consecutive_failures": 3})
-    owed = sender.next_owed(destination.pk)
+    owed = owed_files.next_owed(destination.pk)
     assert (owed.state_id, owed.gate, owed.failures_before) == (states["entries"], None, 3)  # newer: at once
 
     DeliveryState.objects.filter(pk=states["entries"]).update(failed_seq=F("wanted_seq"))
-    owed = sender.next_owed(destination.pk)
+    owed = owed_files.next_owed(destination.pk)
     assert (owed.state_id, owed.gate) == (states["calendar"], Gate.WAITING)  # all failed: the oldest waits
 
     Subscription.objects.filter(states__pk=states["calendar"]).update(active=False)
-    assert sender.next_owed(destination.pk).state_id == states["medals"]  # a retired subscription is skipped
+    assert owed_files.next_owed(destination.pk).state_id == states["medals"]  # a retired subscription is skipped
+
+
+def test_taking_the_lease_reads_the_first_owed_files_in_the_same_statement(small_games, subscribe):
+    """A drain's first statement: the lease and the files owed first; None while another
+    sender holds the lease; the lease with no file when nothing is owed; a paused destination's
+    files come with their gate, and its lease is still taken (the drain ends at the gate)."""
+    from omnium.delivery.backoff import Gate
+
+    destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "medals", "entries"))
+    sender.drain(destination.pk)
+    held = owed_files.take_lease(destination.pk, 3)
+    assert held is not None and held.first_files == []  # nothing owed: the lease alone
+    assert owed_files.take_lease(destination.pk, 3) is None  # held: a second sender gets nothing
+    assert lease.acquire(destination.pk) is None
+    lease.release(destination.pk, held.token)
+
+    states = _owe(destination, {"calendar": 30, "medals": 20, "entries": 10})
+    taken = owed_files.take_lease(destination.pk, 2)
+
+    assert [f.state_id for f in taken.first_files] == [states["calendar"], states["medals"]]  # oldest first
+    assert SenderState.objects.get(destination=destination).lease_token == taken.token
+    assert [f.version.seq for f in taken.first_files] == [
+        FeedDocument.objects.get(doc_key=f.doc_key).seq for f in taken.first_files]
+    lease.release(destination.pk, taken.token)
+
+    SenderState.objects.filter(destination=destination).update(paused=True)
+    paused = owed_files.take_lease(destination.pk, 1)
+    assert [(f.state_id, f.gate) for f in paused.first_files] == [(states["calendar"], Gate.PAUSED)]
 
 
 def test_the_last_proof_lets_the_lease_go_unless_a_version_became_owed_during_the_send(small_games, subscribe,
@@ -172,7 +200,7 @@ def test_the_last_proof_lets_the_lease_go_unless_a_version_became_owed_during_th
     assert versions_sent == [versions_sent[0], newer[0]] and newer[0] > versions_sent[0]
     assert DeliveryState.objects.get(destination=destination).sent_seq == newer[0]
     assert SenderState.objects.get(destination=destination).lease_token is None
-    assert sender.next_owed(destination.pk) is None
+    assert owed_files.next_owed(destination.pk) is None
 
 
 def test_a_change_to_the_destination_or_its_client_applies_from_the_next_file(small_games, subscribe, receiver):
