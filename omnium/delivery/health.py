@@ -3,11 +3,9 @@
 Keys (the pattern of seed 002):
   omnium:dest:<id>            hash: status (running · paused · backing_off · failing),
                               errors (consecutive), last_success, backoff_s, updated
-  omnium:dest:<id>:heartbeat  set by the worker that serves the destination every
-                              OMNIUM_HEARTBEAT_INTERVAL_S, TTL 3x that, so its absence
-                              means nobody is serving it (stalled)
-  omnium:worker:<hostname>    the worker's own heartbeat, same TTL
   omnium:events               the last 200 events, newest first (JSON lines)
+and the delivery workers' heartbeats, which say whether a live worker serves a destination
+(see delivery.heartbeats): `stalled` when none does.
 Redis holds no truth here: everything can be recomputed from PostgreSQL; a Redis outage only
 blinds the screens for a while and never stops a send.
 """
@@ -19,20 +17,10 @@ from enum import StrEnum
 
 from redis.exceptions import RedisError
 
-from omnium.conf import omnium_setting
+from omnium.delivery import heartbeats
 from omnium.redis_client import redis_client
 
 log = logging.getLogger(__name__)
-
-
-
-def heartbeat_interval_s() -> float:
-    return omnium_setting("HEARTBEAT_INTERVAL_S")
-
-
-def heartbeat_ttl_s() -> float:
-    """A heartbeat outlives two missed beats: its absence means the worker is gone."""
-    return 3 * heartbeat_interval_s()
 
 EVENT_LOG = "omnium:events"
 EVENT_LOG_SIZE = 200
@@ -106,46 +94,32 @@ def read_events(limit: int = EVENT_LOG_SIZE) -> list[dict]:
     return [json.loads(item) for item in raw]
 
 
-def beat(hostname: str, destination_ids) -> None:
-    """One heartbeat of a delivery worker, for itself and every destination it serves."""
-    now = time.time()
-
-    def write(r):
-        pipe = r.pipeline()
-        pipe.set(f"omnium:worker:{hostname}", now, px=int(heartbeat_ttl_s() * 1000))
-        for destination_id in destination_ids:
-            pipe.set(f"{destination_key(destination_id)}:heartbeat", now, px=int(heartbeat_ttl_s() * 1000))
-        pipe.execute()
-
-    _quietly(write)
+def beat(heartbeat: heartbeats.WorkerHeartbeat, destination_ids: frozenset[int]) -> None:
+    """One heartbeat of a delivery worker, naming the destinations it serves."""
+    _quietly(lambda r: heartbeat.beat(r, time.time(), destination_ids))
 
 
 def read(destination_id: int) -> dict:
-    """The published health of a destination, with `stalled` when no worker serves it."""
+    """The published health of a destination, with `stalled` when no live worker serves it."""
     def fetch(r):
-        pipe = r.pipeline()
-        pipe.hgetall(destination_key(destination_id))
-        pipe.get(f"{destination_key(destination_id)}:heartbeat")
-        return pipe.execute()
+        return r.hgetall(destination_key(destination_id)), heartbeats.served(r, [destination_id])[0]
 
     found = _quietly(fetch)
     if found is None:
         return {"status": "unknown", "stalled": None}
-    fields, heartbeat = found
+    fields, served = found
     health = {k.decode(): v.decode() for k, v in fields.items()}
-    health["stalled"] = heartbeat is None
-    health["heartbeat"] = float(heartbeat) if heartbeat else None
+    health["stalled"] = not served
     return health
 
 
 def read_stalled(destination_ids: list[int]) -> dict[int, bool | None]:
-    """Whether each destination has no worker serving it, in one round trip (a page of the
-    status overview); None for all when Redis cannot tell."""
-    keys = [f"{destination_key(d)}:heartbeat" for d in destination_ids]
-    beats = _quietly(lambda r: r.mget(keys)) if keys else []
-    if beats is None:
+    """Whether each destination has no live worker serving it (a page of the status overview);
+    None for all when Redis cannot tell."""
+    served = _quietly(lambda r: heartbeats.served(r, destination_ids)) if destination_ids else []
+    if served is None:
         return dict.fromkeys(destination_ids)
-    return {d: beat is None for d, beat in zip(destination_ids, beats, strict=True)}
+    return {d: not s for d, s in zip(destination_ids, served, strict=True)}
 
 
 def _quietly(action):

@@ -75,7 +75,7 @@ def _prefix_changed(sender, instance, raw=False, **kwargs):
 @receiver(pre_delete, sender=Destination, dispatch_uid="delivery-health-keys-of-deleted-destination")
 def _destination_deleted(sender, instance, **kwargs):
     key = health.destination_key(instance.pk)
-    transaction.on_commit(lambda: _quietly_delete(key, f"{key}:heartbeat"))
+    transaction.on_commit(lambda: _quietly_delete(key))
 
 
 def _quietly_delete(*keys: str) -> None:

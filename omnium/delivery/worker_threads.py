@@ -17,7 +17,7 @@ import time
 from celery.signals import celeryd_after_setup, worker_ready
 from redis.exceptions import RedisError
 
-from omnium.delivery import health, queues, transport_cache
+from omnium.delivery import health, heartbeats, queues, transport_cache
 from omnium.delivery.control import CONTROL_CHANNEL
 from omnium.redis_client import redis_client
 from omnium.routing import DELIVERY_CONTROL_QUEUE
@@ -26,12 +26,13 @@ log = logging.getLogger(__name__)
 
 
 def _heartbeat_loop(consumer, hostname: str) -> None:
+    heartbeat = heartbeats.WorkerHeartbeat(hostname)
     while True:
         try:
-            health.beat(hostname, sorted(queues.consumed_destinations(consumer)))
+            health.beat(heartbeat, frozenset(queues.consumed_destinations(consumer)))
         except Exception:  # a heartbeat must never kill the worker
             log.warning("heartbeat failed", exc_info=True)
-        time.sleep(health.heartbeat_interval_s())
+        time.sleep(heartbeats.interval_s())
 
 
 def _control_loop() -> None:
