@@ -185,7 +185,7 @@ def finish(claim: Claim) -> bool:
         if cursor.rowcount:
             return False
         # A change arrived while we built; our snapshot may predate it. Its first change is
-        # no earlier than our claim, so counting from the claim keeps the 3 s promise.
+        # no earlier than our claim, so counting from the claim keeps the cap (BUILD_MAX_WAIT_S).
         cursor.execute(
             """UPDATE feeds_pendingbuild SET claim_token = NULL, claimed_until = NULL,
                    first_change_at = %(at)s,

@@ -99,7 +99,7 @@ class FeedDependency(models.Model):
 
 class PendingBuild(models.Model):
     """A file owed a rebuild: due at once if it was quiet (the leading edge), otherwise
-    debounced, due 1 s after its last change and no later than 3 s after its first.
+    debounced, due 1 s after its last change and no later than 2 s after its first.
 
     `generation` counts the changes folded in; a build removes the row only if no change
     arrived while it ran. A claim with an expired `claimed_until` belonged to a dead worker.

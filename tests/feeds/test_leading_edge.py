@@ -190,7 +190,7 @@ def contains(version: FeedVersion, outbox: OutboxEntry) -> bool:
 
 @pytest.mark.worker
 def test_a_burst_to_a_quiet_file_is_built_at_once_then_batched_into_one_more_version(small_games, worker):
-    # Defaults: 1 s quiet, 3 s cap. Eight scores 150 ms apart: 1.05 s of burst.
+    # Defaults: 1 s quiet, 2 s cap. Eight scores 150 ms apart: 1.05 s of burst.
     wait_until_quiet(small_games, settings.OMNIUM["BUILD_QUIET_S"])
     seq_before = FeedVersion.objects.order_by("-seq").values_list("seq", flat=True).first()
     fixture = Fixture.objects.filter(games=small_games).first()
