@@ -13,5 +13,9 @@ class PullRequestCounter:
     def __call__(self, request):
         response = self.get_response(request)
         if request.path.startswith(PULL_PATHS):
-            pull_requests().labels(str(response.status_code)).inc()
+            count(response.status_code)
         return response
+
+
+def count(status_code: int) -> None:
+    pull_requests().labels(str(status_code)).inc()

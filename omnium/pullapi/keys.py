@@ -50,6 +50,16 @@ class ApiKeyAuthentication(BaseAuthentication):
         raise exceptions.AuthenticationFailed(detail)
 
 
+def valid_header_key(meta):
+    """The catalogue's entry for the valid key a request brings in a header; None when it brings
+    none there or one to refuse (refusals are ApiKeyAuthentication's, which counts them)."""
+    presented = header_key(meta)
+    if presented is None:
+        return None
+    ensure_current()
+    return _known_key(presented)
+
+
 def _known_key(presented: str):
     """The catalogue's entry for a valid key, or None (constant-time comparison)."""
     if not keys.looks_like_key(presented):

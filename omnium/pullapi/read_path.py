@@ -66,12 +66,11 @@ class ReadPath:
 
     def read(self, address) -> Served:
         key = address.redis_key
+        current = self.current_in_memory(key)
+        if current is not None:
+            return Served(current)
         now = time.monotonic()
         kept = self.memory.get(key)
-        if kept is not None and kept.current_in == self.invalidations.generation:
-            kept.confirmed_at = now
-            self.stats.memory_hits += 1
-            return Served(kept)
         # A listening channel proves Redis is back: no need to wait out the breaker.
         if now < self._redis_down_until and not self.invalidations.listening:
             return self._without_redis(address, kept)
@@ -86,6 +85,16 @@ class ReadPath:
             return Served(self._from_database(address, write_to_redis=True))
         self.invalidations.confirm(current, ticket)
         return Served(current)
+
+    def current_in_memory(self, key: str) -> CachedFile | None:
+        """The kept file when Redis said it is current and has not named its key since: a
+        hit, served without asking anyone."""
+        kept = self.memory.get(key)
+        if kept is None or kept.current_in != self.invalidations.generation:
+            return None
+        kept.confirmed_at = time.monotonic()
+        self.stats.memory_hits += 1
+        return kept
 
     def _current_in_redis(self, key: str, kept: CachedFile | None) -> CachedFile | None:
         """The kept file if Redis holds no newer version, else Redis's; None when Redis has none."""

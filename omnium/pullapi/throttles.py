@@ -64,6 +64,11 @@ class SharedRates:
 rates = SharedRates()
 
 
+def allow(client: PullClient) -> bool:
+    """Whether this request of `client` is within PULL_CLIENT_RATE (and counts it if so)."""
+    return rates.allow(client.id, omnium_setting("PULL_CLIENT_RATE"))
+
+
 class ClientRateThrottle(BaseThrottle):
     """PULL_CLIENT_RATE requests per second per client; staff sessions are not limited."""
 
@@ -71,7 +76,7 @@ class ClientRateThrottle(BaseThrottle):
         client = request.user
         if not isinstance(client, PullClient):
             return True
-        return rates.allow(client.id, omnium_setting("PULL_CLIENT_RATE"))
+        return allow(client)
 
     def wait(self):
         return max(0.01, 1.0 - time.time() % 1.0)

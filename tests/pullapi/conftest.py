@@ -1,5 +1,9 @@
+import time
+
 import pytest
+import redis
 from django.test import Client as HttpClient
+from django.test import RequestFactory
 
 from omnium.clients.models import ApiKey, Client, Entitlement
 from omnium.delivery import sender
@@ -71,3 +75,61 @@ def http():
 
 def bearer(key: str) -> dict:
     return {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+
+
+def pull_redis_url() -> str:
+    from omnium.conf import omnium_setting
+
+    return omnium_setting("PULL_REDIS_URL")
+
+
+def wait_until(condition, what: str, timeout: float = 5.0) -> float:
+    """Seconds it took `condition()` to hold (polled every millisecond)."""
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, f"not within {timeout} s: {what}"
+        time.sleep(0.001)
+    return time.monotonic() - start
+
+
+@pytest.fixture
+def listening(games, clean_redis):
+    """This process's invalidation channel, up (as every real API process has it)."""
+    read_path.read_path().listen_for_invalidations(pull_redis_url())
+    wait_until(lambda: read_path.read_path().invalidations.listening, "the invalidation channel is up")
+    return read_path.read_path().invalidations
+
+
+@pytest.fixture
+def redis_commands(monkeypatch):
+    """Every Redis round trip this process makes (real Redis; we only write them down)."""
+    seen = []
+    send = redis.Redis.execute_command
+    execute = redis.client.Pipeline.execute
+
+    def command(self, *args, **options):
+        seen.append(args[0])
+        return send(self, *args, **options)
+
+    def pipeline(self, *args, **options):
+        seen.append("PIPELINE")
+        return execute(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", command)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", pipeline)
+    return seen
+
+
+def environ(path: str, query: dict | None = None, **headers) -> dict:
+    """A WSGI environ as a server would hand it over."""
+    return RequestFactory().get(path, query or {}, **headers).environ
+
+
+def call(app, env: dict) -> tuple[int, dict, bytes]:
+    answer = {}
+
+    def start_response(status, headers, exc_info=None):
+        answer["status"], answer["headers"] = int(status.split()[0]), dict(headers)
+
+    body = b"".join(app(env, start_response))
+    return answer["status"], answer["headers"], body

@@ -6,33 +6,17 @@ import gc
 import orjson
 import pytest
 from django.conf import settings
-from django.test import RequestFactory
 from django.urls import URLPattern, get_resolver
 
 from omnium.pullapi import keyed_requests
 from omnium.pullapi.urls import KEYED_PATH_PREFIXES
 from omnium.pullapi.views import PullView
-from tests.pullapi.conftest import bearer
+from tests.pullapi.conftest import bearer, call, environ
 
 
 @pytest.fixture
 def app():
     return keyed_requests.ApiApplication()
-
-
-def environ(path: str, query: dict | None = None, **headers) -> dict:
-    """A WSGI environ as a server would hand it over."""
-    return RequestFactory().get(path, query or {}, **headers).environ
-
-
-def call(app, env: dict) -> tuple[int, dict, bytes]:
-    answer = {}
-
-    def start_response(status, headers, exc_info=None):
-        answer["status"], answer["headers"] = int(status.split()[0]), dict(headers)
-
-    body = b"".join(app(env, start_response))
-    return answer["status"], answer["headers"], body
 
 
 def test_a_keyed_file_request_is_answered_without_the_session_middleware(games, entitle, app):

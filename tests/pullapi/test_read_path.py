@@ -1,9 +1,5 @@
 import gzip
 import threading
-import time
-
-import pytest
-import redis
 
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.addresses import FeedFileAddress
@@ -11,27 +7,7 @@ from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.invalidations import Invalidations
 from omnium.pullapi.read_path import read_path
 from omnium.transports.redis import RedisTransport
-from tests.pullapi.conftest import bearer, fill_pull_cache
-
-
-@pytest.fixture
-def redis_commands(monkeypatch):
-    """Every Redis round trip this process makes (real Redis; we only write them down)."""
-    seen = []
-    send = redis.Redis.execute_command
-    execute = redis.client.Pipeline.execute
-
-    def command(self, *args, **options):
-        seen.append(args[0])
-        return send(self, *args, **options)
-
-    def pipeline(self, *args, **options):
-        seen.append("PIPELINE")
-        return execute(self, *args, **options)
-
-    monkeypatch.setattr(redis.Redis, "execute_command", command)
-    monkeypatch.setattr(redis.client.Pipeline, "execute", pipeline)
-    return seen
+from tests.pullapi.conftest import bearer, fill_pull_cache, pull_redis_url, wait_until
 
 
 def test_steady_state_makes_no_database_query_and_one_redis_round_trip(
@@ -82,16 +58,10 @@ class RacedAddress(FeedFileAddress):
 
     def load(self):
         stored = super().load()
-        transport = RedisTransport({"url": _pull_redis_url(), "key_prefix": "feed:"}, {})
+        transport = RedisTransport({"url": pull_redis_url(), "key_prefix": "feed:"}, {})
         transport.send(b'{"newer": true}', self.doc_key, content_type="application/json",
                        version=stored.version + 1000, etag="newer")
         return stored
-
-
-def _pull_redis_url():
-    from omnium.conf import omnium_setting
-
-    return omnium_setting("PULL_REDIS_URL")
 
 
 def test_stale_write_to_redis_never_replaces_a_newer_version(games, clean_redis):
@@ -109,7 +79,7 @@ def test_new_version_in_redis_is_fetched_once_then_served_from_memory(games, cle
     doc_key = f"{games.code}/medals"
     address = FeedFileAddress(doc_key)
     first = read_path().read(address).file
-    transport = RedisTransport({"url": _pull_redis_url(), "key_prefix": "feed:"}, {})
+    transport = RedisTransport({"url": pull_redis_url(), "key_prefix": "feed:"}, {})
     transport.send(b'{"v": 2}', doc_key, content_type="application/json", version=first.version + 1, etag="two")
     redis_commands.clear()
     assert read_path().read(address).file.plain == b'{"v": 2}'
@@ -131,26 +101,9 @@ def test_file_memory_is_bounded_and_drops_the_least_recently_used():
 # --- the invalidation channel: a hit asks Redis nothing, a change is known at once ---------
 
 
-@pytest.fixture
-def listening(games, clean_redis):
-    """This process's invalidation channel, up (as every real API process has it)."""
-    read_path().listen_for_invalidations(_pull_redis_url())
-    _wait_until(lambda: read_path().invalidations.listening, "the invalidation channel is up")
-    return read_path().invalidations
-
-
-def _wait_until(condition, what: str, timeout: float = 5.0) -> float:
-    """Seconds it took `condition()` to hold (polled every millisecond)."""
-    start = time.monotonic()
-    while not condition():
-        assert time.monotonic() - start < timeout, f"not within {timeout} s: {what}"
-        time.sleep(0.001)
-    return time.monotonic() - start
-
-
 def _store_new_version(doc_key: str, version: int, body: bytes) -> None:
     """What a Redis destination does when a new version of the file is built."""
-    transport = RedisTransport({"url": _pull_redis_url(), "key_prefix": "feed:"}, {})
+    transport = RedisTransport({"url": pull_redis_url(), "key_prefix": "feed:"}, {})
     transport.send(body, doc_key, content_type="application/json", version=version, etag=f"etag-{version}")
 
 
@@ -173,7 +126,7 @@ def test_new_version_in_redis_is_served_within_100_ms_then_from_memory(listening
     first = read_path().read(address).file
     read_path().read(address)
     _store_new_version(doc_key, first.version + 1, b'{"v": 2}')
-    took = _wait_until(lambda: read_path().read(address).file.version == first.version + 1, "the new version")
+    took = wait_until(lambda: read_path().read(address).file.version == first.version + 1, "the new version")
     assert took < 0.1
 
     def served_from_memory() -> bool:
@@ -184,7 +137,7 @@ def test_new_version_in_redis_is_served_within_100_ms_then_from_memory(listening
         served = read_path().read(address).file.plain
         return served == b'{"v": 2}' and redis_commands == []
 
-    _wait_until(served_from_memory, "served from memory, asking Redis nothing", timeout=1.0)
+    wait_until(served_from_memory, "served from memory, asking Redis nothing", timeout=1.0)
 
 
 def test_change_during_a_version_check_is_not_trusted():
@@ -221,7 +174,7 @@ def test_redis_flush_forgets_every_confirmation(listening, games, clean_redis, r
     read_path().read(address)
     read_path().read(address)
     clean_redis.flushdb()
-    _wait_until(lambda: listening.generation >= 2, "the flush is known")
+    wait_until(lambda: listening.generation >= 2, "the flush is known")
     redis_commands.clear()
     read_path().read(address)  # Redis lost the file: PostgreSQL, written back to Redis
     assert redis_commands[0] == "HGET"
@@ -234,13 +187,13 @@ def test_cut_invalidation_channel_falls_back_to_asking_redis_then_comes_back(
     first = read_path().read(address).file
     read_path().read(address)
     clean_redis.client_kill_filter(_id=read_path()._listener.client_id)
-    _wait_until(lambda: not listening.listening, "the cut is noticed", timeout=1.0)
+    wait_until(lambda: not listening.listening, "the cut is noticed", timeout=1.0)
     assert read_path().health()["invalidations"].startswith("down")
     _store_new_version(doc_key, first.version + 1, b'{"v": 2}')
     redis_commands.clear()
     assert read_path().read(address).file.version == first.version + 1  # no push came: Redis was asked
     assert redis_commands[0] == "HGET"
-    _wait_until(lambda: listening.listening, "the channel is back", timeout=3.0)
+    wait_until(lambda: listening.listening, "the channel is back", timeout=3.0)
     assert listening.channel_breaks == 1
     read_path().read(address)  # confirmed once more in the new generation
     redis_commands.clear()
