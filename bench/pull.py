@@ -3,7 +3,7 @@
 read path, against a bare Django view reading one Redis key, in the same server, same run.
 
 Runs granian (the production server, see omnium/pullapi/serving.py) on loopback and wrk
-(Debian's package: apt-get install wrk) with 32 connections. Uses its own PostgreSQL database
+(Debian's package: apt-get install wrk), one thread, 32 connections. Uses its own PostgreSQL database
 (omnium_bench), a Redis database of its own for the broker (3) and its own redis-server for the
 pull cache (so "Redis down" can be shown without touching the machine's Redis). Prints one
 JSON object. Usage: .venv/bin/python bench/pull.py [--seconds 10]
@@ -32,6 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 98
 CONNECTIONS = 32
+# One wrk thread: on two cores, a second one only competes with the servers for them, and a wrk
+# thread waiting for a core holds finished answers unread, which wrk counts as the server's
+# latency. Same server, same run, 304s: two threads p99 5-27 ms, one thread 5.5-8 ms, requests
+# a second alike (one thread drives 18,000 a second, more than the servers answer).
+WRK_THREADS = 1
 ROUNDS = 3
 WRITE_EVERY_S = 0.1
 # A polling client: sends back the ETag of its last answer, so each new version costs it one 200.
@@ -139,9 +144,11 @@ def setup_environment(pull_redis_url: str) -> None:
     os.environ["OMNIUM_PULL_REDIS_URL"] = pull_redis_url
     os.environ["OMNIUM_PULL_CLIENT_RATE"] = "1000000000"  # measure serving, not the throttle
     os.environ["DJANGO_SETTINGS_MODULE"] = "omnium.settings"
-    os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the settings refuse them otherwise
     sys.path.insert(0, str(ROOT))
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "ensure_database.py")], check=True)
+    from bench.environment import fresh_database, production_settings
+
+    os.environ.update(production_settings())  # the API servers too: they take this environment
+    fresh_database(os.environ["DATABASE_URL"])
     import django
 
     django.setup()
@@ -201,7 +208,7 @@ def five_kb_file(games):
 
 
 def wrk(url: str, headers: dict, seconds: int, script: str | None = None) -> dict:
-    args = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", url]
+    args = ["wrk", f"-t{WRK_THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", url]
     if script is not None:
         args[1:1] = ["-s", script]
     for name, value in headers.items():
@@ -408,7 +415,8 @@ def main() -> None:
                                 conditional.items()), []), api], capture_output=True, text=True).stdout
         result = {
             "server": f"granian wsgi, {options.workers} workers x 1 blocking thread",
-            "file": doc_key, "file_gzip_bytes": gz_bytes, "connections": CONNECTIONS, "seconds_per_run": round_s * ROUNDS,
+            "file": doc_key, "file_gzip_bytes": gz_bytes, "connections": CONNECTIONS, "wrk_threads": WRK_THREADS,
+            "seconds_per_run": round_s * ROUNDS,
             "rps_304": runs["304"]["rps"], "rps_200_5kb": runs["200_5kb"]["rps"],
             "p99_ms_304": runs["304"]["p99_ms"], "p99_ms_200_5kb": runs["200_5kb"]["p99_ms"],
             "baseline_rps_304": runs["baseline_304"]["rps"], "baseline_rps_200_5kb": runs["baseline_200_5kb"]["rps"],
