@@ -2,6 +2,7 @@
 so that a run never touches the demo's data and runs compare; the settings of production;
 then Django set up against them."""
 
+import atexit
 import os
 import secrets
 import subprocess
@@ -69,6 +70,7 @@ def _own_broker(vhost: str) -> None:
         os.environ["CELERY_BROKER_URL"] = os.environ["BENCH_BROKER_URL"]
         return
     url = broker.with_vhost("amqp://guest:guest@127.0.0.1:5672/", vhost)
-    broker.ensure_vhost(os.environ.get("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/"),
-                        url, fresh=True)
+    management = os.environ.get("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/")
+    broker.ensure_vhost(management, url, fresh=True)
+    atexit.register(broker.delete_vhost, management, url)  # the machine is left as it was
     os.environ["CELERY_BROKER_URL"] = url
