@@ -13,7 +13,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.steps["consumer"].add("omnium.delivery.consumer_start:DeliveryConsumerStart")
 
-from omnium import worker_connections  # noqa: E402,F401  (connects its task signals)
+from omnium import worker_connections, worker_priority  # noqa: E402,F401  (connects its task signals)
 from omnium.metrics import process_files  # noqa: E402
 
 
@@ -40,3 +40,8 @@ def _freeze_startup_objects(**kwargs):
 def _count_into_this_workers_metric_files(**kwargs):
     """A worker's counts (sends, failures, builds) go to files that /metrics reads."""
     process_files.use_group_directory("worker")
+
+
+@celeryd_init.connect
+def _yield_the_cpu_on_bulk_lanes(options=None, **kwargs):
+    worker_priority.yield_if_bulk_only((options or {}).get("queues"))

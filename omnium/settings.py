@@ -240,6 +240,9 @@ OMNIUM = {
     # The first change to a quiet file (no pending change, no version for BUILD_QUIET_S) is
     # built at once; what follows it is debounced as above. Off: every change waits.
     "BUILD_LEADING_EDGE": _bool("OMNIUM_BUILD_LEADING_EDGE", True),
+    # A worker that consumes only bulk queues runs this much nicer (0-19), so that live builds
+    # and sends get the cores first on a shared host (omnium/worker_priority.py).
+    "BULK_WORKER_NICE": _int("OMNIUM_BULK_WORKER_NICE", 10, minimum=0),
     # How often beat runs the backstop sweeper over PostgreSQL.
     "SWEEP_INTERVAL_S": _positive_float("OMNIUM_SWEEP_INTERVAL_S", 2.0),
     # Claims (a destination's lease, a build's, a stat job's) expire this long after their
@@ -314,6 +317,8 @@ if not DEBUG and DEV_CREDENTIAL_KEY in OMNIUM_CREDENTIAL_KEYS:
     raise ImproperlyConfigured(
         "OMNIUM_CREDENTIAL_KEYS holds the development key: set real Fernet keys (or DJANGO_DEBUG=true on a dev machine)"
     )
+if OMNIUM["BULK_WORKER_NICE"] > 19:
+    raise ImproperlyConfigured(f"OMNIUM_BULK_WORKER_NICE must be 0-19 (a nice increment), got {OMNIUM['BULK_WORKER_NICE']}")
 if OMNIUM["BUILD_MAX_WAIT_S"] < OMNIUM["BUILD_QUIET_S"]:
     raise ImproperlyConfigured("OMNIUM_BUILD_MAX_WAIT_S must be at least OMNIUM_BUILD_QUIET_S")
 

@@ -85,6 +85,7 @@ def test_https_protections_are_on_by_default_and_each_can_be_switched():
     ("DJANGO_SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto", "DJANGO_SECURE_PROXY_SSL_HEADER must look like"),
     ("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.1/8",
      "OMNIUM_DESTINATION_ALLOWED_NETWORKS must list addresses or networks"),
+    ("OMNIUM_BULK_WORKER_NICE", "25", "OMNIUM_BULK_WORKER_NICE must be 0-19 (a nice increment), got 25"),
 ])
 def test_a_value_that_cannot_be_read_stops_the_process_naming_its_variable(variable, value, message):
     finished = run({**PRODUCTION, variable: value}, "manage.py", "check")
