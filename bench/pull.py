@@ -4,7 +4,7 @@ read path, against a bare Django view reading one Redis key, in the same server,
 
 Runs granian (the production server, see omnium/pullapi/serving.py) on loopback and wrk
 (Debian's package: apt-get install wrk), one thread, 32 connections. Uses its own PostgreSQL database
-(omnium_bench), a Redis database of its own for the broker (3) and its own redis-server for the
+(omnium_bench), a RabbitMQ vhost and Redis database (3) of its own, and its own redis-server for the
 pull cache (so "Redis down" can be shown without touching the machine's Redis). Prints one
 JSON object. Usage: .venv/bin/python bench/pull.py [--seconds 10]
 
@@ -138,20 +138,13 @@ def baseline(request, key):
 
 
 def setup_environment(pull_redis_url: str) -> None:
-    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL",
-                                                "postgres://postgres@127.0.0.1:5432/omnium_bench")
-    os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/3")
+    """As every benchmark (bench/environment.py); the API servers take this environment too."""
     os.environ["OMNIUM_PULL_REDIS_URL"] = pull_redis_url
     os.environ["OMNIUM_PULL_CLIENT_RATE"] = "1000000000"  # measure serving, not the throttle
-    os.environ["DJANGO_SETTINGS_MODULE"] = "omnium.settings"
     sys.path.insert(0, str(ROOT))
-    from bench.environment import fresh_database, production_settings
+    from bench.environment import prepare
 
-    os.environ.update(production_settings())  # the API servers too: they take this environment
-    fresh_database(os.environ["DATABASE_URL"])
-    import django
-
-    django.setup()
+    prepare("omnium_bench", redis_db=3)
 
 
 def start_private_redis(port: int, workdir: str):

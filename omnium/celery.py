@@ -13,7 +13,8 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.steps["consumer"].add("omnium.delivery.consumer_start:DeliveryConsumerStart")
 
-from omnium import worker_connections, worker_priority  # noqa: E402,F401  (connects its task signals)
+# worker_connections connects its task signals when imported; worker_priority is called below.
+from omnium import worker_connections, worker_priority  # noqa: E402,F401
 from omnium.metrics import process_files  # noqa: E402
 
 

@@ -68,10 +68,12 @@ class ApiApplication:
         return self.keyed if is_keyed_pull_request(environ) else self.whole
 
     def __call__(self, environ, start_response):
-        if not is_keyed_pull_request(environ):
-            return self.whole(environ, start_response)
-        answer = self.memory_hits.answer(environ, start_response)
-        return answer if answer is not None else self.keyed(environ, start_response)
+        handler = self.handler_for(environ)
+        if handler is self.keyed:
+            answer = self.memory_hits.answer(environ, start_response)
+            if answer is not None:
+                return answer
+        return handler(environ, start_response)
 
 
 def api_application() -> ApiApplication:

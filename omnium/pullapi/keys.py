@@ -32,7 +32,6 @@ class ApiKeyAuthentication(BaseAuthentication):
         presented, in_query = _presented_key(meta, request._request)
         if presented is None:
             return None
-        ensure_current()
         known = _known_key(presented)
         if known is not None and (known.query_string_allowed or not in_query):
             return known.client, known
@@ -54,16 +53,14 @@ def valid_header_key(meta):
     """The catalogue's entry for the valid key a request brings in a header; None when it brings
     none there or one to refuse (refusals are ApiKeyAuthentication's, which counts them)."""
     presented = header_key(meta)
-    if presented is None:
-        return None
-    ensure_current()
-    return _known_key(presented)
+    return None if presented is None else _known_key(presented)
 
 
 def _known_key(presented: str):
     """The catalogue's entry for a valid key, or None (constant-time comparison)."""
     if not keys.looks_like_key(presented):
         return None
+    ensure_current()
     known = holder.snapshot.keys.get(keys.lookup_id(presented))
     return known if known is not None and keys.matches(presented, known.key_hash) else None
 

@@ -66,11 +66,10 @@ class ReadPath:
 
     def read(self, address) -> Served:
         key = address.redis_key
-        current = self.current_in_memory(key)
-        if current is not None:
-            return Served(current)
-        now = time.monotonic()
         kept = self.memory.get(key)
+        if self._is_hit(kept):
+            return Served(kept)
+        now = time.monotonic()
         # A listening channel proves Redis is back: no need to wait out the breaker.
         if now < self._redis_down_until and not self.invalidations.listening:
             return self._without_redis(address, kept)
@@ -90,11 +89,15 @@ class ReadPath:
         """The kept file when Redis said it is current and has not named its key since: a
         hit, served without asking anyone."""
         kept = self.memory.get(key)
+        return kept if self._is_hit(kept) else None
+
+    def _is_hit(self, kept: CachedFile | None) -> bool:
+        """Whether `kept` may be served without asking Redis; a hit is counted and dated."""
         if kept is None or kept.current_in != self.invalidations.generation:
-            return None
+            return False
         kept.confirmed_at = time.monotonic()
         self.stats.memory_hits += 1
-        return kept
+        return True
 
     def _current_in_redis(self, key: str, kept: CachedFile | None) -> CachedFile | None:
         """The kept file if Redis holds no newer version, else Redis's; None when Redis has none."""
