@@ -270,6 +270,8 @@ OMNIUM = {
     "HEARTBEAT_INTERVAL_S": _positive_float("OMNIUM_HEARTBEAT_INTERVAL_S", 5.0),
     # A destination owed a version for longer than this raises the "behind" alert.
     "BEHIND_AFTER_S": _positive_float("OMNIUM_BEHIND_AFTER_S", 60.0),
+    # More destinations behind at once than this: one "behind" alert for them all.
+    "BEHIND_GROUP_OVER": _int("OMNIUM_BEHIND_GROUP_OVER", 20, minimum=0),
     # Retention, each applied by its beat task (omnium.routing.beat_schedule), checked this often.
     # Feed versions (history rows, no body) older than this; a file's current version is always kept.
     "FEED_VERSION_RETENTION_DAYS": _int("OMNIUM_FEED_VERSION_RETENTION_DAYS", 30, minimum=0),

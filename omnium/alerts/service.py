@@ -6,13 +6,17 @@ from django.utils import timezone
 from omnium.alerts.models import Alert
 
 
-def open_alert(kind: str, subject: str, message: str, **details) -> Alert:
-    """Open an alert, or return the one already open for this kind and subject (no storm)."""
+def open_alert(kind: str, subject: str, message: str, **details) -> Alert | None:
+    """Open an alert, or return the one already open for this kind and subject (no storm).
+
+    None when another process opened it and resolved it again in between (two sweeps that
+    overlap): its condition was over a moment ago, and the next look opens it again if it
+    is back."""
     try:
         with transaction.atomic():
             alert = Alert.objects.create(kind=kind, subject=subject, message=message, details=details)
     except IntegrityError:
-        return Alert.objects.get(kind=kind, subject=subject, resolved_at__isnull=True)
+        return Alert.objects.filter(kind=kind, subject=subject, resolved_at__isnull=True).first()
     transaction.on_commit(lambda: _notify_soon(alert.pk))
     return alert
 

@@ -3,6 +3,14 @@
 It looks at owed work in PostgreSQL, not at failures, so it also fires when a sender is
 stuck or no worker serves the destination. Paused destinations are not "behind": a person
 stopped them on purpose (their screen says so).
+
+When more destinations are behind at once than BEHIND_GROUP_OVER, one alert speaks for them
+all (subject MANY) and no alert is opened for each: a worker outage or a bulk provisioning
+puts thousands behind together, and one notice each was thousands of e-mails about one cause
+(and, in bench/scale.py, 2,835 alerts opened and resolved, 5,670 notice tasks beside the
+fan-out they were about). The alerts open before the storm stay open until their own
+destination catches up; once the storm is down to BEHIND_GROUP_OVER or fewer, the group
+alert is resolved and the destinations still behind get their own.
 """
 
 from django.db import connection
@@ -12,6 +20,8 @@ from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
 
 KIND = "destination_behind"
+MANY = "destinations:many"
+NAMED_IN_GROUP = 20  # destinations a group alert names (it counts them all)
 
 BEHIND = """
 SELECT ds.destination_id, MIN(ds.wanted_at), COUNT(*) FROM delivery_state ds
@@ -22,22 +32,40 @@ LEFT JOIN delivery_senderstate ss ON ss.destination_id = ds.destination_id
 WHERE ds.wanted_seq > ds.sent_seq AND NOT COALESCE(ss.paused, false)
   AND ds.wanted_at < clock_timestamp() - %s * interval '1 second'
 GROUP BY ds.destination_id
+ORDER BY MIN(ds.wanted_at), ds.destination_id
 """
 
 
 def check_behind() -> int:
-    """Open an alert per destination that is behind; resolve those that caught up."""
+    """Open the alerts of destinations behind (one for them all in a storm); resolve those
+    that caught up. Returns how many destinations are behind."""
     limit = omnium_setting("BEHIND_AFTER_S")
     with connection.cursor() as cursor:
         cursor.execute(BEHIND, [limit])
-        behind = {f"destination:{row[0]}": row for row in cursor.fetchall()}
+        rows = cursor.fetchall()
+    behind = {f"destination:{row[0]}": row for row in rows}
     # Only the changes: the sweeper runs every 2 s, and opening an alert already open costs
-    # three statements (5,000 destinations behind made every sweep take seconds).
+    # three statements.
     already_open = set(Alert.objects.filter(kind=KIND, resolved_at__isnull=True).values_list("subject", flat=True))
-    for subject in behind.keys() - already_open:
-        destination_id, oldest, files = behind[subject]
-        open_alert(KIND, subject, f"Destination {destination_id} is owed {files} file(s); the oldest since "
-                   f"{oldest:%H:%M:%S} UTC (more than {limit:g} s)", destination=destination_id)
-    for subject in already_open - behind.keys():
+    storm = len(rows) > omnium_setting("BEHIND_GROUP_OVER")
+    if storm and MANY not in already_open:
+        open_alert(KIND, MANY, _group_message(rows, limit), destinations=len(rows))
+    elif not storm and MANY in already_open:
+        resolve_alert(KIND, MANY)
+    if not storm:
+        for subject in behind.keys() - already_open:
+            destination_id, oldest, files = behind[subject]
+            open_alert(KIND, subject, f"Destination {destination_id} is owed {files} file(s); the oldest since "
+                       f"{oldest:%H:%M:%S} UTC (more than {limit:g} s)", destination=destination_id)
+    for subject in already_open - behind.keys() - {MANY}:
         resolve_alert(KIND, subject)
-    return len(behind)
+    return len(rows)
+
+
+def _group_message(rows, limit: float) -> str:
+    named = ", ".join(str(row[0]) for row in rows[:NAMED_IN_GROUP])
+    more = f" and {len(rows) - NAMED_IN_GROUP} more" if len(rows) > NAMED_IN_GROUP else ""
+    return (f"{len(rows)} destinations are owed files for more than {limit:g} s, the oldest since "
+            f"{rows[0][1]:%H:%M:%S} UTC: destinations {named}{more} (longest waiting first). One alert "
+            f"for them all while more than {omnium_setting('BEHIND_GROUP_OVER')} are behind; see the status "
+            f"overview, filtered by \"behind\".")

@@ -191,3 +191,36 @@ def test_a_stuck_destination_is_behind_even_while_newer_versions_keep_arriving(s
     assert behind_alert.check_behind() == 1, "behind since the first unsent version, not the newest"
     assert Alert.objects.filter(kind="destination_behind", subject=f"destination:{destination.pk}",
                                 resolved_at__isnull=True).exists()
+
+
+@override_settings(OMNIUM={**FAST_CLOCK, "BEHIND_GROUP_OVER": 2})
+def test_more_destinations_behind_at_once_than_the_group_limit_raise_one_alert_for_them_all(small_games, subscribe,
+                                                                                            receiver, alert_channels):
+    slack, _ = alert_channels
+    first = subscribe(small_games, webhook_settings(receiver.url))  # behind alone: its own alert
+    time.sleep(0.6)
+    assert behind_alert.check_behind() == 1
+    others = [subscribe(small_games, webhook_settings(f"{receiver.url}/{n}")) for n in range(2)]
+    time.sleep(0.6)
+
+    assert behind_alert.check_behind() == 3
+    open_alerts = Alert.objects.filter(kind=behind_alert.KIND, resolved_at__isnull=True)
+    assert sorted(open_alerts.values_list("subject", flat=True)) == [f"destination:{first.pk}", behind_alert.MANY], \
+        "one alert for the storm, none for each destination in it; the one open before stays"
+    group = open_alerts.get(subject=behind_alert.MANY)
+    assert group.message.startswith("3 destinations are owed files")
+    assert all(str(d.pk) in group.message for d in (first, *others)) and group.details == {"destinations": 3}
+    assert behind_alert.check_behind() == 3 and open_alerts.count() == 2, "no second alert while the storm lasts"
+
+    sender.drain(first.pk)
+    sender.drain(others[0].pk)
+    assert behind_alert.check_behind() == 1
+
+    assert Alert.objects.get(pk=group.pk).resolved_at is not None, "the storm is over"
+    assert list(open_alerts.values_list("subject", flat=True)) == [f"destination:{others[1].pk}"], \
+        "the destination still behind has its own alert now; the one that caught up is resolved"
+    send_notices()
+    sent = [post["text"].split("\n")[0] for post in slack.posts]
+    assert sum("OPEN destination_behind: destinations:many" in text for text in sent) == 1
+    assert sum("RESOLVED destination_behind: destinations:many" in text for text in sent) == 1
+    assert len(sent) == 5, f"the group's two, the first alone's two, the last one's opening: {sent}"
