@@ -99,3 +99,18 @@ def test_a_drain_clears_its_kick_mark_whether_it_sends_or_not(small_games, subsc
     finally:
         lease.release(sending, token)
     assert not marked(sending)
+
+
+def test_a_kick_finds_its_queue_whether_or_not_the_queue_existed_before():
+    """Kicks are published without declaring their queues; RabbitMQ returns the kick of a queue
+    that does not exist (a new destination's), which is then declared and kicked again."""
+    existing, new = 9_000_021, 9_000_022
+    with current_app.connection_for_write() as connection:
+        connection.default_channel.queue_delete(delivery_queue_declaration(new).name)  # left by an earlier run
+    kick_all([existing])
+    assert _drain_messages(existing) != []  # the queue exists now, and is empty
+
+    kick_all([existing, new, existing])
+
+    assert _drain_messages(existing) == [("omnium.delivery.tasks.drain_destination", [existing])] * 2
+    assert _drain_messages(new) == [("omnium.delivery.tasks.drain_destination", [new])]
