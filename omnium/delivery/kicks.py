@@ -25,7 +25,7 @@ from kombu.utils.uuid import uuid
 from redis.exceptions import RedisError
 
 from omnium.redis_client import redis_client
-from omnium.routing import DRAIN_DESTINATION, delivery_queue_declaration, destination_of
+from omnium.routing import DRAIN_DESTINATION, delivery_queue, delivery_queue_declaration, destination_of
 
 log = logging.getLogger(__name__)
 
@@ -80,16 +80,25 @@ def kick_all(destination_ids) -> None:
     _mark_on_its_way(ids)
 
 
+# A kick is a Celery task message (protocol 2) made here, not by Celery's send_task: only
+# the headers the protocol requires, and a body written from a template. Celery's message
+# (argsrepr through saferepr, nineteen headers, a retry wrapper around each publish) was
+# half of what a build worker spent on 5,000 kicks, and every delivery worker parsed the
+# nineteen headers again for each one.
+DRAIN_BODY = b'[[%d], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'
+
+
 def _publish(producer, destination_ids, mandatory: bool = False) -> None:
-    # Celery's message and publish without send_task's option handling around them: it was
-    # half of a kick's cost (0.35 ms), and 5,000 kicks delayed a builder 1.8 s. The queue names
-    # the default exchange's route (Celery publishes to a direct queue through it).
-    amqp = current_app.amqp
+    """One kick on each destination's queue (through the default exchange, which routes to
+    the queue of the same name)."""
     with producer.batch():
         for destination_id in destination_ids:
-            message = amqp.create_task_message(uuid(), DRAIN_DESTINATION, [destination_id], {})
-            amqp.send_task_message(producer, DRAIN_DESTINATION, message, queue=delivery_queue_declaration(destination_id),
-                                   declare=[], delivery_mode=TRANSIENT, mandatory=mandatory)
+            task_id = uuid()
+            producer.publish(DRAIN_BODY % destination_id, exchange="", routing_key=delivery_queue(destination_id),
+                             content_type="application/json", content_encoding="utf-8",
+                             headers={"lang": "py", "task": DRAIN_DESTINATION, "id": task_id, "root_id": task_id,
+                                      "parent_id": None, "group": None},
+                             correlation_id=task_id, delivery_mode=TRANSIENT, mandatory=mandatory)
 
 
 def _publish_where_queues_exist(producer, destination_ids) -> list[int]:
