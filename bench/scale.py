@@ -282,7 +282,8 @@ def cpu_seconds(pids) -> float:
 
 def broker_pids() -> list[int]:
     """RabbitMQ's Erlang VM on this machine (none when the broker runs elsewhere)."""
-    found = subprocess.run(["pgrep", "-x", "beam.smp"], capture_output=True, text=True).stdout.split()
+    # The oldest: a rabbitmqctl run meanwhile is an Erlang VM of its own, gone before the end.
+    found = subprocess.run(["pgrep", "-o", "-x", "beam.smp"], capture_output=True, text=True).stdout.split()
     return [int(pid) for pid in found]
 
 

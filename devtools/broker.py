@@ -49,6 +49,16 @@ def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]
     return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
 
 
+def close_connections(management_url: str, broker_url: str) -> int:
+    """Close every client connection to the vhost of `broker_url` from the broker's side, as
+    RabbitMQ does to one that missed its heartbeats; returns how many."""
+    api = management_url.rstrip("/")
+    connections = _call("get", f"{api}/vhosts/{_vhost_of(broker_url)}/connections", ok=(200,)).json()
+    for connection in connections:
+        _call("delete", f"{api}/connections/{quote(connection['name'], safe='')}", ok=(204, 404))
+    return len(connections)
+
+
 def _vhost_of(broker_url: str) -> str:
     """The vhost of `broker_url`, quoted for the management API's paths."""
     return quote(urlsplit(broker_url).path.lstrip("/") or "/", safe="")

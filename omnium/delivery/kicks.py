@@ -66,18 +66,29 @@ def kick_all(destination_ids) -> None:
     cost about 3 ms; and one round trip each cost a builder about 10 ms a kick under load
     (0.2 s for 20 destinations, after every version, before it could build the next file)."""
     ids = list(destination_ids)
-    try:
-        with current_app.producer_or_acquire() as producer:
-            if producer.connection.transport.driver_type == "amqp":
-                missing = _publish_where_queues_exist(producer, ids)
-                _declare_without_waiting(producer, [delivery_queue_declaration(d) for d in missing])
-                _publish(producer, missing)
-            else:  # the Redis transport: a queue is a list, made by the first message
-                _publish(producer, ids)
-    except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
-        log.warning("could not kick %d destinations", len(ids), exc_info=True)
+    if not ids:
         return
+    for last_try in (False, True):
+        try:
+            _kick_through_one_connection(ids)
+            break
+        except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
+            if last_try:
+                log.warning("could not kick %d destinations", len(ids), exc_info=True)
+                return
+            # A pooled connection idle for minutes may be gone (RabbitMQ closes one that missed
+            # its heartbeats): the pool replaced it, so try once more. Kicks sent twice are harmless.
     _mark_on_its_way(ids)
+
+
+def _kick_through_one_connection(ids: list[int]) -> None:
+    with current_app.producer_or_acquire() as producer:
+        if producer.connection.transport.driver_type == "amqp":
+            missing = _publish_where_queues_exist(producer, ids)
+            _declare_without_waiting(producer, [delivery_queue_declaration(d) for d in missing])
+            _publish(producer, missing)
+        else:  # the Redis transport: a queue is a list, made by the first message
+            _publish(producer, ids)
 
 
 # A kick is a Celery task message (protocol 2) made here, not by Celery's send_task: only

@@ -4,8 +4,10 @@ import queue
 from datetime import timedelta
 
 from celery import current_app
+from django.conf import settings
 from django.utils import timezone
 
+from devtools import broker
 from omnium.delivery import kicks, lease, sender, tasks
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
 from omnium.delivery.models import DeliveryState
@@ -114,3 +116,16 @@ def test_a_kick_finds_its_queue_whether_or_not_the_queue_existed_before():
 
     assert _drain_messages(existing) == [("omnium.delivery.tasks.drain_destination", [existing])] * 2
     assert _drain_messages(new) == [("omnium.delivery.tasks.drain_destination", [new])]
+
+
+def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
+    """A builder's pooled connection idle for minutes may be closed by RabbitMQ (missed
+    heartbeats); the first kicks after that are not lost on it."""
+    kick_all([9_000_031])
+    _drain_messages(9_000_031)  # the pool holds an open connection now
+    assert broker.close_connections(settings.CELERY_BROKER_MANAGEMENT_URL, current_app.conf.broker_url) > 0
+
+    kick_all([9_000_031, 9_000_032])
+
+    assert _drain_messages(9_000_031) == [("omnium.delivery.tasks.drain_destination", [9_000_031])]
+    assert _drain_messages(9_000_032) == [("omnium.delivery.tasks.drain_destination", [9_000_032])]
