@@ -19,14 +19,22 @@ from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections, connections
 
 
+def before_task() -> None:
+    close_old_connections()
+
+
+def after_task(succeeded: bool) -> None:
+    if succeeded:
+        close_old_connections()
+    else:
+        connections.close_all()  # this thread's connections only
+
+
 @task_prerun.connect(dispatch_uid="omnium-connections-before-task")
 def _before_task(**kwargs) -> None:
-    close_old_connections()
+    before_task()
 
 
 @task_postrun.connect(dispatch_uid="omnium-connections-after-task")
 def _after_task(state=None, **kwargs) -> None:
-    if state == states.SUCCESS:
-        close_old_connections()
-    else:
-        connections.close_all()  # this thread's connections only
+    after_task(succeeded=state == states.SUCCESS)

@@ -47,10 +47,20 @@ def open_attempts(destination_id: int, files: list[tuple[int, str, int]]) -> lis
     return [ids[(subscription, doc_key)] for subscription, doc_key, _ in files]
 
 
+# The delivery worker's node name, for the drains its strategy runs outside a Celery task
+# (delivery.drain_strategy); "" in a process that is not a delivery worker.
+_delivery_worker = ""
+
+
+def set_worker_name(name: str) -> None:
+    global _delivery_worker
+    _delivery_worker = name
+
+
 def worker_name() -> str:
-    """The node name of the Celery worker running this send ("" outside a task)."""
+    """The node name of the Celery worker running this send ("" outside a worker)."""
     task = current_task
-    return (task.request.hostname or "") if task else ""
+    return (task.request.hostname or "") if task else _delivery_worker
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import time
 from collections import Counter
 
 import pytest
+from celery import current_app
 from django.conf import settings
 from django.db import connection
 
@@ -75,6 +76,30 @@ def test_a_hanging_destination_slows_nobody_else(small_games, subscribe, pipelin
     assert time.monotonic() - built_at < 2.0
     assert not delivered(hanging, new_seq)
     assert DeliveryAttempt.objects.filter(destination=hanging, ok=None).exists(), "the hanging send is still stuck"
+
+
+def test_a_delivery_worker_takes_kicks_past_the_task_machinery_and_acknowledges_each_after_its_drain(
+        small_games, subscribe, slow_receiver, pipeline):
+    """drain_strategy: the drain runs in the worker's thread pool, the attempt names the worker,
+    and a kick stays unacknowledged while its drain runs (a worker that dies returns it)."""
+    slow_receiver.hold_s = 7.0  # RabbitMQ's management API refreshes its counts every 5 s
+    destination = subscribe(small_games, webhook_settings(slow_receiver.url("strategy"), send_timeout=15))
+    wait_until(lambda: slow_receiver.received, 10, message="a send in progress")
+    queue_name = delivery_queue(destination.pk)
+
+    def unacknowledged() -> int:
+        queues = vhost_listing(settings.CELERY_BROKER_MANAGEMENT_URL, settings.CELERY_BROKER_URL, "queues")
+        return next(q.get("messages_unacknowledged", 0) for q in queues if q["name"] == queue_name)
+
+    wait_until(lambda: unacknowledged() == 1, 6.5, interval=0.5, message="the kick held while its drain runs")
+    wait_until(lambda: delivered(destination, calendar_seq(small_games)), 10, message="sent")
+    wait_until(lambda: unacknowledged() == 0, 10, interval=0.5, message="the kick acknowledged after its drain")
+    worker = f"delivery@{socket.gethostname()}"
+    workers = set(DeliveryAttempt.objects.filter(destination=destination).values_list("worker", flat=True))
+    assert workers == {worker}
+    stats = current_app.control.inspect(destination=[worker], timeout=5).stats()
+    assert "omnium.delivery.tasks.drain_destination" not in stats[worker]["total"], \
+        "a kick without a countdown went through Celery's request and tracer"
 
 
 def test_two_worker_processes_never_send_for_one_destination_at_once(small_games, subscribe, slow_receiver,
