@@ -1,7 +1,8 @@
 """A delivery worker's start: its destination queues, and two background threads.
 
-At start the worker consumes every destination's queue. Then two threads run beside the
-tasks: its heartbeat, and the control listener.
+At start the worker consumes every destination's queue, and loads every destination (in a
+thread of its own, see sender.load_destinations). Then two threads run beside the tasks: its
+heartbeat, and the control listener.
 
 The heartbeat says "this worker is alive and serves these destinations" every few seconds;
 when the worker dies, the keys expire and the screens show its destinations as stalled. The
@@ -17,7 +18,7 @@ import time
 from celery.signals import celeryd_after_setup, worker_ready
 from redis.exceptions import RedisError
 
-from omnium.delivery import health, heartbeats, queues, transport_cache
+from omnium.delivery import health, heartbeats, queues, sender, transport_cache
 from omnium.delivery.control import CONTROL_CHANNEL
 from omnium.redis_client import redis_client
 from omnium.routing import DELIVERY_CONTROL_QUEUE
@@ -68,12 +69,21 @@ def _no_line_per_drain(sender, instance, **kwargs):
 @worker_ready.connect
 def _start_delivery_worker(sender, **kwargs):
     if queues.is_delivery_worker(sender):
-        added = queues.consume(sender, queues.destination_ids())
+        ids = queues.destination_ids()
+        added = queues.consume(sender, ids)
         log.info("delivery worker: consuming %d destination queues", added)
-        start(sender)
+        start(sender, ids)
 
 
-def start(consumer) -> None:
+def _load_destinations(ids) -> None:
+    try:
+        log.info("delivery worker: %d destinations loaded", sender.load_destinations(ids))
+    except Exception:  # an optimisation: each drain loads what it misses
+        log.warning("could not load the destinations ahead of their drains", exc_info=True)
+
+
+def start(consumer, ids=()) -> None:
+    """The heartbeat and the control listener; and the destinations `ids` loaded meanwhile."""
     hostname = consumer.hostname if hasattr(consumer, "hostname") else "worker"
-    for target, args in ((_heartbeat_loop, (consumer, hostname)), (_control_loop, ())):
+    for target, args in ((_heartbeat_loop, (consumer, hostname)), (_control_loop, ()), (_load_destinations, (ids,))):
         threading.Thread(target=target, args=args, daemon=True, name=target.__name__).start()

@@ -6,6 +6,7 @@ import gzip
 import redis
 from django.db import connection
 from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 
 from devtools.generator import Generator
 from devtools.loopback.hosts import WebhookReceiver
@@ -224,6 +225,29 @@ def test_a_change_to_the_destination_or_its_client_applies_from_the_next_file(sm
         assert len(moved_to.deliveries) == 1
     finally:
         moved_to.stop()
+
+
+def test_destinations_loaded_ahead_serve_their_first_drain_without_a_query_until_their_row_changes(
+        small_games, subscribe, receiver):
+    """What a delivery worker loads as it starts (sender.load_destinations) is what a drain
+    would have loaded: the same row versions, each client once."""
+    first, second = (subscribe(small_games, webhook_settings(f"{receiver.url}/{n}")) for n in range(2))
+    sender._loaded.clear()
+
+    assert sender.load_destinations([first.pk, second.pk, 9_999_999]) == 2
+
+    cached = {pk: sender._loaded[pk][1] for pk in (first.pk, second.pk)}
+    assert cached[first.pk].client is cached[second.pk].client, "one client object for its destinations"
+    owed = owed_files.next_owed(first.pk)
+    with CaptureQueriesContext(connection) as queries:
+        assert sender._destination(first.pk, owed.row_versions) is cached[first.pk]
+    assert len(queries) == 0
+    assert sender.drain(first.pk) == sender.Outcome.DRAINED
+
+    second.name = "renamed"
+    second.save()
+    reloaded = sender._destination(second.pk, owed_files.next_owed(second.pk).row_versions)
+    assert reloaded is not cached[second.pk] and reloaded.name == "renamed"
 
 
 def test_a_redis_destination_gets_its_owed_files_in_pushes_of_many_with_a_proof_for_each(
