@@ -34,12 +34,32 @@ def drain_strategy(task, app, consumer, **options):
     pool, connection_errors = consumer.pool, consumer.connection_errors
 
     def on_kick(message, body, ack, reject, callbacks):
-        if message.headers.get("eta") or message.headers.get("expires"):
+        destination_id = _plain_kick(message)
+        if destination_id is None:  # a countdown, or a message not made as kicks are
             return fallback(message, body, ack, reject, callbacks)
-        args = json.loads(message.body)[0]  # [[destination_id], {}, {...}]
-        pool.apply_async(drain, (int(args[0]), lambda: ack(log, connection_errors)))
+        pool.apply_async(drain, (destination_id, lambda: ack(log, connection_errors)), callback=_ignore)
 
     return on_kick
+
+
+def _plain_kick(message) -> int | None:
+    """The destination id of a kick due now in plain JSON, [[destination_id], {}, {...}];
+    None for anything else (Celery's own strategy decodes it, or refuses it without
+    stopping the consumer)."""
+    headers = message.headers
+    if headers.get("eta") or headers.get("expires") or headers.get("compression"):
+        return None
+    if message.content_type != "application/json":
+        return None
+    try:
+        args = json.loads(message.body)[0]
+        return int(args[0]) if len(args) == 1 else None
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+
+
+def _ignore(result) -> None:
+    """The pool calls back with the drain's return value (None)."""
 
 
 def drain(destination_id: int, ack) -> None:

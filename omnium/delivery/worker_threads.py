@@ -16,6 +16,7 @@ import threading
 import time
 
 from celery.signals import celeryd_after_setup, worker_ready
+from django.db import connections
 from redis.exceptions import RedisError
 
 from omnium.delivery import health, heartbeats, queues, sender, transport_cache
@@ -80,6 +81,8 @@ def _load_destinations(ids) -> None:
         log.info("delivery worker: %d destinations loaded", sender.load_destinations(ids))
     except Exception:  # an optimisation: each drain loads what it misses
         log.warning("could not load the destinations ahead of their drains", exc_info=True)
+    finally:
+        connections.close_all()  # this thread's, idle from now on
 
 
 def start(consumer, ids=()) -> None:

@@ -129,3 +129,27 @@ def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
 
     assert _drain_messages(9_000_031) == [("omnium.delivery.tasks.drain_destination", [9_000_031])]
     assert _drain_messages(9_000_032) == [("omnium.delivery.tasks.drain_destination", [9_000_032])]
+
+
+def test_only_a_plain_kick_takes_the_delivery_workers_short_way():
+    """drain_strategy decodes kicks as kicks are made; any other drain message (keyword
+    arguments, a countdown) goes to Celery's own strategy instead of stopping the consumer."""
+    from omnium.delivery.drain_strategy import _plain_kick
+
+    destination_id = 9_000_041
+    kick_all([destination_id])
+    current_app.send_task("omnium.delivery.tasks.drain_destination", kwargs={"destination_id": destination_id},
+                          queue=delivery_queue_declaration(destination_id))
+    kick(destination_id, countdown=60)
+    found = []
+    with current_app.connection_for_read() as connection:
+        waiting = connection.SimpleQueue(delivery_queue_declaration(destination_id))
+        try:
+            for _ in range(3):
+                message = waiting.get(timeout=2)
+                found.append(_plain_kick(message))
+                message.ack()
+        finally:
+            waiting.close()
+
+    assert found == [destination_id, None, None]
