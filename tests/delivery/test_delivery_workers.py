@@ -190,7 +190,10 @@ def test_workers_keep_their_database_connections_and_survive_losing_them(small_g
     score(small_games, 61)
     wait_until(lambda: calendar_seq(small_games) > seq_before and settled(), 10, message="second version sent")
     time.sleep(1)
-    assert _sessions_opened() - opened <= 2, "the workers opened a connection per task"
+    # Some twenty tasks ran meanwhile (beat's sweeps every 0.5 s, the change, the builds, the
+    # drain): a connection per task would be as many. A pool thread's first task opens the
+    # thread's own (under load the pool may start a thread or two; once, 3 here).
+    assert _sessions_opened() - opened <= 4, "the workers opened a connection per task"
 
     cut = _worker_backends()
     with connection.cursor() as cursor:  # as a database restart or a network cut would
