@@ -42,10 +42,10 @@ def delete_vhost(management_url: str, broker_url: str) -> None:
 
 
 def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]:
-    """The management API's list of `kind` ("consumers", "channels", "queues") in the vhost of
+    """The management API's list of `kind` ("consumers", "channels", "connections", "queues") in the vhost of
     `broker_url`."""
     vhost = _vhost_of(broker_url)
-    path = f"vhosts/{vhost}/channels" if kind == "channels" else f"{kind}/{vhost}"
+    path = f"vhosts/{vhost}/{kind}" if kind in ("channels", "connections") else f"{kind}/{vhost}"
     return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
 
 
@@ -53,7 +53,7 @@ def close_connections(management_url: str, broker_url: str) -> int:
     """Close every client connection to the vhost of `broker_url` from the broker's side, as
     RabbitMQ does to one that missed its heartbeats; returns how many."""
     api = management_url.rstrip("/")
-    connections = _call("get", f"{api}/vhosts/{_vhost_of(broker_url)}/connections", ok=(200,)).json()
+    connections = vhost_listing(management_url, broker_url, "connections")
     for connection in connections:
         _call("delete", f"{api}/connections/{quote(connection['name'], safe='')}", ok=(204, 404))
     return len(connections)

@@ -48,15 +48,16 @@ def on_its_way_key(destination_id: int) -> str:
 
 
 def kick(destination_id: int, countdown: float = 0) -> None:
-    """Hint the destination's sender that it has owed work."""
-    try:
+    """Hint the destination's sender that it has owed work (after `countdown` seconds)."""
+    if not countdown:
+        kick_all([destination_id])
+        return
+    try:  # a Celery message with an ETA, which the delivery worker holds until it is due
         current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=delivery_queue_declaration(destination_id),
                               countdown=countdown, delivery_mode=TRANSIENT)
     except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
         log.warning("could not kick destination %s", destination_id, exc_info=True)
-        return
-    if not countdown:  # a countdown kick (a retry) is not due yet: the sweeper's rules apply
-        _mark_on_its_way([destination_id])
+    # No mark: a kick not due yet leaves the destination to the sweeper's rules.
 
 
 def kick_all(destination_ids) -> None:
