@@ -3,8 +3,9 @@
 import dataclasses
 import gzip
 
+import pytest
 import redis
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
@@ -42,6 +43,23 @@ def test_a_file_arrives_byte_identical_with_its_proof(small_games, subscribe, re
     with connection.cursor() as cursor:  # the attempt row's asynchronous commit stayed its own
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+
+
+@pytest.mark.parametrize("files", [1, 2])
+def test_attempt_rows_are_committed_without_waiting_for_the_disk_in_one_statement_or_a_batch(
+        small_games, subscribe, files):
+    destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "country"))
+    owed = owed_files.next_owed_files(destination.pk, files)
+    assert len(owed) == files
+
+    with transaction.atomic(), connection.cursor() as cursor:  # so the setting can be read after
+        attempts = proofs.open_attempts(destination.pk, [(o.subscription_id, o.doc_key, o.version.seq) for o in owed])
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "off"
+
+    opened = DeliveryAttempt.objects.filter(pk__in=attempts)
+    assert sorted(opened.values_list("doc_key", "seq")) == sorted((o.doc_key, o.version.seq) for o in owed)
+    assert [a.doc_key for a in sorted(opened, key=lambda a: attempts.index(a.pk))] == [o.doc_key for o in owed]
 
 
 def test_only_the_newest_of_two_owed_versions_is_sent(small_games, subscribe, receiver):
