@@ -63,6 +63,9 @@ def _causes(exc: BaseException):
 
 def _host(exc: BaseException) -> str | None:
     for error in _causes(exc):
+        host = getattr(error, "host", None)  # a TransportError's own
+        if isinstance(host, str) and host:
+            return host
         url = getattr(getattr(error, "request", None), "url", None)  # requests
         if isinstance(url, str) and urlsplit(url).hostname:
             return urlsplit(url).hostname

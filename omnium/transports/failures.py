@@ -90,6 +90,8 @@ def reason_of_os_error(exc: BaseException | None, *, connected: bool) -> Reason:
             return Reason.REFUSED
         if isinstance(error, ssl.SSLCertVerificationError):
             return Reason.TLS_REFUSED
+        if isinstance(error, ssl.SSLError):  # its errno is OpenSSL's (1 for most), not the system's EPERM
+            return Reason.OTHER
         if isinstance(error, TimeoutError | socket.timeout):
             return Reason.NO_ANSWER if connected else Reason.UNREACHABLE
         if isinstance(error, ConnectionError | EOFError):
@@ -118,13 +120,16 @@ class TransportError(Exception):
     5xx, 408, 429). ``retry_after`` is the destination's own hint in seconds, if it gave one;
     ``status`` its HTTP status, if it answered one. ``reason`` says what kind of failure it
     was (see ``failures.Reason``), ``seconds`` the timeout that ran out, if one did; together
-    they make ``plain_sentence``. The message may quote a URL with its path and query: store
-    or show it only through ``omnium.safe_errors``.
+    they make ``plain_sentence``. ``host``: the server that answered or failed, where the
+    transport knows it and its message may not say it. The message may quote a URL with its
+    path and query: store or show it only through ``omnium.safe_errors``.
     """
 
     def __init__(self, message: str, *, permanent: bool = False, retry_after: float | None = None,
-                 status: int | None = None, reason: Reason = Reason.OTHER, seconds: float | None = None):
+                 status: int | None = None, reason: Reason = Reason.OTHER, seconds: float | None = None,
+                 host: str | None = None):
         super().__init__(message)
+        self.host = host
         self.permanent = permanent
         self.retry_after = retry_after
         self.status = status

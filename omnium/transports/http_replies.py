@@ -1,4 +1,4 @@
-"""An HTTP session whose replies count only when their headers arrived whole.
+"""An HTTP connection pool whose replies count only when their headers arrived whole.
 
 http.client reads header lines until a blank line *or the end of the stream*. A reply cut
 after its status line (a deadline, a reset, a proxy giving up) therefore reads as a complete
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import http.client
 
-import requests
-import requests.adapters
+import certifi
 import urllib3.connection
 import urllib3.connectionpool
+from urllib3.util import parse_url
 
 
 class HeadersCut(http.client.HTTPException):
@@ -71,16 +71,16 @@ class _TLSPool(urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _TLSConnection
 
 
-class _WholeRepliesAdapter(requests.adapters.HTTPAdapter):
-    def init_poolmanager(self, *args, **kwargs) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
-
-
-def whole_replies_session() -> requests.Session:
-    """A requests session that raises ``requests.ConnectionError`` (caused by ``HeadersCut``)
-    for a reply whose headers were cut."""
-    session = requests.Session()
-    for scheme in ("http://", "https://"):
-        session.mount(scheme, _WholeRepliesAdapter())
-    return session
+def whole_replies_pool(url: str) -> tuple[urllib3.connectionpool.HTTPConnectionPool, str]:
+    """A pool of connections to `url`'s host, and the target to request there (path and
+    query). A reply whose headers were cut raises ``urllib3.exceptions.ProtocolError``
+    (caused by ``HeadersCut``); TLS is verified against certifi's certificates, as requests
+    does. Raises ``urllib3.exceptions.LocationValueError`` for a URL that names no host."""
+    parts = parse_url(url)
+    if not parts.host or parts.scheme not in ("http", "https"):
+        raise urllib3.exceptions.LocationValueError(f"no http(s) host in {url!r}")
+    if parts.scheme == "https":
+        pool = _TLSPool(parts.host, parts.port, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where())
+    else:
+        pool = _Pool(parts.host, parts.port)
+    return pool, parts.request_uri

@@ -10,12 +10,13 @@ import hmac
 import time
 from collections.abc import Mapping
 from http import HTTPStatus
+from urllib.parse import urlsplit
 
-import requests
+import urllib3
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
 from .failures import Reason, reason_of_os_error
-from .http_replies import whole_replies_session
+from .http_replies import whole_replies_pool
 from .probes import ProbeSteps
 from .urls import address_of_url, userinfo_problem
 
@@ -25,6 +26,7 @@ RECEIPT_READ_LIMIT = 1 << 20  # a receipt digests the reply; a huge reply is not
 # Reply headers by which a receiver names what it took; the receipt keeps them.
 RECEIPT_HEADERS = ("x-request-id", "request-id", "x-correlation-id", "etag", "location")
 RECEIPT_VALUE_LIMIT = 100
+USER_AGENT = "Omnium webhooks"
 
 
 def secret_bytes(secret: str) -> bytes:
@@ -85,7 +87,7 @@ def test_message() -> FeedFile:
 
 
 def _host_of(url: str) -> str:
-    return requests.utils.urlparse(url).netloc.rpartition("@")[2]
+    return urlsplit(url).netloc.rpartition("@")[2]
 
 
 class WebhookTransport(Transport):
@@ -111,18 +113,18 @@ class WebhookTransport(Transport):
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
-        self._session = whole_replies_session()
-        # Proxies and .netrc from the environment would change where signed feeds go.
-        self._session.trust_env = False
+        # Made by the first push, so that a URL it cannot use fails that push, permanently.
+        self._pool: tuple[urllib3.HTTPConnectionPool, str] | None = None
+        self._host = urlsplit(self.config["url"]).hostname  # what an error names
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         deadline.before_commit("webhook")  # receivers order by the omnium-version header too
         try:
             return self._post(file, deadline)
-        except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
+        except urllib3.exceptions.LocationValueError as exc:
             raise TransportError(f"webhook url unusable: {exc}", permanent=True,
                                  reason=Reason.INVALID_SETTINGS) from exc
-        except requests.RequestException as exc:
+        except urllib3.exceptions.HTTPError as exc:
             raise self._unreachable(exc) from exc
 
     def probe(self, steps: ProbeSteps, deadline: Deadline) -> None:
@@ -131,37 +133,47 @@ class WebhookTransport(Transport):
         with steps.step(f"send a signed test webhook to {_host_of(self.config['url'])}"):
             self.push(test_message(), deadline)
 
-    def _unreachable(self, exc: requests.RequestException) -> TransportError:
-        connected = not isinstance(exc, requests.exceptions.ConnectTimeout)
-        reason = reason_of_os_error(exc, connected=connected)
-        seconds = self.config["send_timeout" if connected else "connect_timeout"]
-        return TransportError(f"webhook unreachable: {exc}", reason=reason, seconds=seconds)
+    def _unreachable(self, exc: urllib3.exceptions.HTTPError) -> TransportError:
+        # urllib3 counts a refused connection (NewConnectionError) among its connect timeouts.
+        timed_out_connecting = (isinstance(exc, urllib3.exceptions.ConnectTimeoutError)
+                                and not isinstance(exc, urllib3.exceptions.NewConnectionError))
+        reason = reason_of_os_error(exc, connected=not timed_out_connecting)
+        seconds = self.config["connect_timeout" if timed_out_connecting else "send_timeout"]
+        return TransportError(f"webhook unreachable: {_what_failed(exc)}", reason=reason, seconds=seconds,
+                              host=self._host)
 
     def _post(self, file: FeedFile, deadline: Deadline) -> Receipt:
-        # Straight to the session's adapter (its connection pool): Session.post merged cookies,
-        # environment settings and hooks into every POST, none of which applies to a push (no
-        # redirects, no proxies, no cookies), and that was a third of a delivery worker's
-        # Python time in a fan-out (py-spy).
-        request = requests.PreparedRequest()
-        request.prepare_method("POST")
-        request.prepare_url(self.config["url"], None)
-        request.prepare_headers(self._headers(file))
-        request.prepare_body(file.body, None)
-        reply = self._session.get_adapter(request.url).send(
-            request, stream=True,
-            timeout=(deadline.timeout(self.config["connect_timeout"]), self.config["send_timeout"]))
-        with reply:
-            if not 200 <= reply.status_code < 300:
-                raise _refusal(reply) from requests.HTTPError(response=reply)  # names the host
+        # Straight through urllib3, which requests sits on: requests' request preparation,
+        # response building and cookie extraction, none of which a push needs (no redirects,
+        # no proxies, no cookies), were a sixth of a delivery worker's Python time in a
+        # fan-out to 5,000 webhooks (py-spy, bench/scale.py). Proxies and .netrc from the
+        # environment, which would change where signed feeds go, are not read by urllib3.
+        if self._pool is None:
+            self._pool = whole_replies_pool(self.config["url"])
+        pool, target = self._pool
+        timeout = urllib3.Timeout(connect=deadline.timeout(self.config["connect_timeout"]),
+                                  read=self.config["send_timeout"])
+        reply = pool.urlopen("POST", target, body=file.body, headers=self._headers(file), timeout=timeout,
+                             retries=False, redirect=False, preload_content=False, release_conn=False)
+        try:
+            if not 200 <= reply.status < 300:
+                raise _refusal(reply, self._host)
             return _receipt(reply)
+        finally:
+            # Never kept alive: a kept connection the receiver closed meanwhile would fail the
+            # next push, and a POST is not retried.
+            reply.close()
+            reply.release_conn()
 
     def close(self) -> None:
-        self._session.close()
+        if self._pool is not None:
+            self._pool[0].close()
 
     def _headers(self, file: FeedFile) -> dict[str, str]:
         msg_id, timestamp = message_id_for(file), int(time.time())
         test = {"omnium-test": "true"} if file.path == TEST_PATH else {}
         return {**test,
+            "user-agent": USER_AGENT,
             "content-type": file.content_type,
             "webhook-id": msg_id,
             "webhook-timestamp": str(timestamp),
@@ -172,21 +184,21 @@ class WebhookTransport(Transport):
         }
 
 
-def _receipt(reply: requests.Response) -> Receipt:
+def _receipt(reply: urllib3.BaseHTTPResponse) -> Receipt:
     """What the receiver said: its status, the headers that name what it took, and a digest
     of its reply body when there is one (a digest of nothing would prove nothing)."""
-    parts = [_printable(f"{reply.status_code} {reply.reason or ''}".strip())]
+    parts = [_printable(f"{reply.status} {reply.reason or ''}".strip())]
     parts += [f"{name}={_printable(reply.headers[name])}" for name in RECEIPT_HEADERS if reply.headers.get(name)]
     size, digest = _read_reply_body(reply)
     parts.append(f"body {size} bytes sha256:{digest}" if size else "empty body")
     return Receipt("; ".join(parts))
 
 
-def _read_reply_body(reply: requests.Response) -> tuple[int, str]:
+def _read_reply_body(reply: urllib3.BaseHTTPResponse) -> tuple[int, str]:
     """The size and sha256 of the reply body, both of at most its first RECEIPT_READ_LIMIT bytes.
     Reading it to its end is also what makes a body shorter than its Content-Length fail."""
     digest, seen = hashlib.sha256(), 0
-    for chunk in reply.iter_content(64 * 1024):
+    for chunk in reply.stream(64 * 1024):
         chunk = chunk[: RECEIPT_READ_LIMIT - seen]
         digest.update(chunk)
         seen += len(chunk)
@@ -202,17 +214,33 @@ def _printable(text: str) -> str:
     return kept[:RECEIPT_VALUE_LIMIT]
 
 
-def _refusal(reply: requests.Response) -> TransportError:
-    status = reply.status_code
+def _refusal(reply: urllib3.BaseHTTPResponse, host: str | None) -> TransportError:
+    status = reply.status
     # The standard phrase, not the receiver's own: that one is free text chosen by the far side.
     message = f"webhook answered {status} {_phrase(status)}"
     http = Reason.HTTP_STATUS
     if status == 410:
-        return TransportError(message + ": the receiver is gone", permanent=True, status=status, reason=http)
+        return TransportError(message + ": the receiver is gone", permanent=True, status=status, reason=http,
+                              host=host)
     if status in (408, 429) or status >= 500:
         return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")), status=status,
-                              reason=http)
-    return TransportError(message, permanent=True, status=status, reason=http)  # other 4xx, 3xx not followed
+                              reason=http, host=host)
+    return TransportError(message, permanent=True, status=status, reason=http,  # other 4xx, 3xx not followed
+                          host=host)
+
+
+def _what_failed(exc: urllib3.exceptions.HTTPError) -> str:
+    """urllib3's words for a failure, without the connection object some of its errors carry
+    first, nor an error it quotes already: "Failed to establish a new connection: [Errno 111]
+    Connection refused"; "Connection aborted.; RemoteDisconnected: Remote end closed connection
+    without response"."""
+    words = ""
+    for arg in exc.args:
+        if isinstance(arg, BaseException) and str(arg) not in words:
+            words += f"; {type(arg).__name__}: {arg}"
+        elif isinstance(arg, str):
+            words += f"; {arg}"
+    return words.removeprefix("; ") or type(exc).__name__
 
 
 def _phrase(status: int) -> str:

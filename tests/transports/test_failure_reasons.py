@@ -140,6 +140,16 @@ def test_webhook_refusal_names_the_status(webhook_kit):
     assert failure.plain_sentence == "The receiver answered HTTP 403 Forbidden."
 
 
+def test_a_tls_handshake_that_fails_is_not_taken_for_a_refused_permission(webhook_kit):
+    plain_http = webhook_kit.receiver.url.replace("http://", "https://")  # TLS to a plain HTTP server
+    transport = webhook_kit.transport(url=plain_http, **QUICK)
+
+    failure = _failure(webhook_kit, transport)
+
+    assert failure.reason == Reason.OTHER, "OpenSSL's error 1 is not the system's EPERM"
+    assert "SSL" in str(failure) and not failure.permanent
+
+
 def test_full_disk_errors_say_disk_full():
     # No loopback server can be filled safely on a shared machine: the mapping is checked alone.
     assert reason_of_os_error(OSError(28, "No space left on device"), connected=True) == Reason.DISK_FULL
