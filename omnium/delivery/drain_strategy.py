@@ -13,14 +13,13 @@ What the default strategy still takes: a kick with a countdown (an ETA: a retry'
 look when another sender's lease ends), and any kick when the pool is not a thread pool.
 """
 
-import json
 import logging
 
 from celery.concurrency.thread import TaskPool as ThreadPool
 from celery.worker.strategy import default
 
 from omnium import worker_connections
-from omnium.delivery import proofs, sender
+from omnium.delivery import kicks, proofs, sender
 
 log = logging.getLogger(__name__)
 
@@ -43,19 +42,14 @@ def drain_strategy(task, app, consumer, **options):
 
 
 def _plain_kick(message) -> int | None:
-    """The destination id of a kick due now in plain JSON, [[destination_id], {}, {...}];
-    None for anything else (Celery's own strategy decodes it, or refuses it without
-    stopping the consumer)."""
+    """The destination id of a kick due now, as kicks.kick_all makes them; None for anything
+    else (Celery's own strategy decodes it, or refuses it without stopping the consumer)."""
     headers = message.headers
     if headers.get("eta") or headers.get("expires") or headers.get("compression"):
         return None
     if message.content_type != "application/json":
         return None
-    try:
-        args = json.loads(message.body)[0]
-        return int(args[0]) if len(args) == 1 else None
-    except (ValueError, TypeError, IndexError, KeyError):
-        return None
+    return kicks.destination_of_kick_body(message.body)
 
 
 def _ignore(result) -> None:

@@ -97,7 +97,19 @@ def _kick_through_one_connection(ids: list[int]) -> None:
 # (argsrepr through saferepr, nineteen headers, a retry wrapper around each publish) was
 # half of what a build worker spent on 5,000 kicks, and every delivery worker parsed the
 # nineteen headers again for each one.
-DRAIN_BODY = b'[[%d], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'
+DRAIN_BODY_HEAD, DRAIN_BODY_TAIL = b"[[", b'], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'
+DRAIN_BODY = DRAIN_BODY_HEAD + b"%d" + DRAIN_BODY_TAIL
+
+
+def destination_of_kick_body(body: bytes | str) -> int | None:
+    """The destination id of a body made from DRAIN_BODY; None for any other body. (A delivery
+    worker reads every kick this way: json.loads was a quarter of its consumer thread's time.)"""
+    if isinstance(body, str):
+        body = body.encode()
+    if not (body.startswith(DRAIN_BODY_HEAD) and body.endswith(DRAIN_BODY_TAIL)):
+        return None
+    digits = body[len(DRAIN_BODY_HEAD):-len(DRAIN_BODY_TAIL)]
+    return int(digits) if digits.isdigit() else None
 
 
 def _publish(producer, destination_ids, mandatory: bool = False) -> None:

@@ -153,3 +153,14 @@ def test_only_a_plain_kick_takes_the_delivery_workers_short_way():
             waiting.close()
 
     assert found == [destination_id, None, None]
+
+
+def test_a_kick_body_is_read_only_when_it_is_exactly_the_template():
+    from omnium.delivery.kicks import DRAIN_BODY, destination_of_kick_body
+
+    assert destination_of_kick_body(DRAIN_BODY % 4_321) == 4_321
+    assert destination_of_kick_body((DRAIN_BODY % 4_321).decode()) == 4_321  # a transport that hands over text
+    head, tail = (DRAIN_BODY % 0).split(b"0")  # [[0], {}, {...}]
+    for other in (head + b"1, 2" + tail, head + b"-1" + tail, head + tail, head + b'"1"' + tail, b"[[1], {}, {}]",
+                  b'[[], {"destination_id": 1}, {}]', b"", head + b"1" + tail + b" "):
+        assert destination_of_kick_body(other) is None, other
