@@ -81,13 +81,14 @@ def _event(kind: str, destination_id: int | None, at: float, **details) -> str:
 # A send's status and its "sent" event (and the keys to forget) in one script call: as a
 # pipeline of four commands, redis-py's building and parsing of each was a tenth of a delivery
 # worker's Python time in a fan-out to 5,000 destinations (py-spy --gil, bench/scale.py).
-# KEYS: the status hash, the event log, then the keys to delete; ARGV: status, errors,
-# backoff_s, updated (also last_success), the event, the log's last index.
+# KEYS: the status hash, the event log, then the keys to delete; ARGV: updated (also
+# last_success), the status, the event, the log's last index. A send leaves no errors and no
+# back-off: the same fields and values _status_into writes.
 PUBLISH_SENT = """
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'errors', ARGV[2], 'backoff_s', ARGV[3], 'updated', ARGV[4],
-           'last_success', ARGV[4])
-redis.call('LPUSH', KEYS[2], ARGV[5])
-redis.call('LTRIM', KEYS[2], 0, ARGV[6])
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'errors', '0', 'backoff_s', '0.0', 'updated', ARGV[1],
+           'last_success', ARGV[1])
+redis.call('LPUSH', KEYS[2], ARGV[3])
+redis.call('LTRIM', KEYS[2], 0, ARGV[4])
 for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
 """
 
@@ -99,8 +100,7 @@ def publish_sent(destination_id: int, status: Status, forget: tuple[str, ...] = 
     def push(r):
         now = time.time()
         _publish_sent_script(r)(keys=[destination_key(destination_id), EVENT_LOG, *forget],
-                                args=[status, 0, 0.0, now, _event("sent", destination_id, now, **details),
-                                      EVENT_LOG_SIZE - 1])
+                                args=[now, status, _event("sent", destination_id, now, **details), EVENT_LOG_SIZE - 1])
 
     _quietly(push)
 

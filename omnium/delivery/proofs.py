@@ -39,11 +39,12 @@ def _with_rows(template: str, columns: Columns, one_row: bool) -> str:
 
 def _execute(cursor, template: str, columns: Columns, rows: list[tuple], **parameters) -> None:
     """Run `template` with `rows` in its {rows} (prepared: a statement for one row, one for several)."""
-    if len(rows) == 1:
+    one_row = len(rows) == 1
+    if one_row:
         values = dict(zip((name for name, _ in columns), rows[0], strict=True))
     else:
         values = {name: list(column) for (name, _), column in zip(columns, zip(*rows, strict=True), strict=True)}
-    cursor.execute(_with_rows(template, columns, len(rows) == 1), {**parameters, **values})
+    cursor.execute(_with_rows(template, columns, one_row), {**parameters, **values})
 
 
 # In SQL rather than through the ORM's save(), a tenth of a drain's Python time. The attempts'

@@ -72,15 +72,14 @@ class _TLSPool(urllib3.connectionpool.HTTPSConnectionPool):
 
 
 def whole_replies_pool(url: str) -> tuple[urllib3.connectionpool.HTTPConnectionPool, str]:
-    """A pool of connections to `url`'s host, and the target to request there (path and
-    query). A reply whose headers were cut raises ``urllib3.exceptions.ProtocolError``
-    (caused by ``HeadersCut``); TLS is verified against certifi's certificates, as requests
-    does. Raises ``urllib3.exceptions.LocationValueError`` for a URL that names no host."""
+    """A pool of connections to `url`'s host (an http:// or https:// URL, as the webhook's
+    settings are checked to be), and the target to request there (path and query). A reply
+    whose headers were cut raises ``urllib3.exceptions.ProtocolError`` (caused by
+    ``HeadersCut``); TLS is verified against certifi's certificates, as requests does. Raises
+    ``urllib3.exceptions.LocationValueError`` for a URL that names no host."""
     parts = parse_url(url)
-    if not parts.host or parts.scheme not in ("http", "https"):
-        raise urllib3.exceptions.LocationValueError(f"no http(s) host in {url!r}")
+    if not parts.host:
+        raise urllib3.exceptions.LocationValueError(f"no host in {url!r}")
     if parts.scheme == "https":
-        pool = _TLSPool(parts.host, parts.port, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where())
-    else:
-        pool = _Pool(parts.host, parts.port)
-    return pool, parts.request_uri
+        return _TLSPool(parts.host, parts.port, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where()), parts.request_uri
+    return _Pool(parts.host, parts.port), parts.request_uri

@@ -218,15 +218,12 @@ def _refusal(reply: urllib3.BaseHTTPResponse, host: str | None) -> TransportErro
     status = reply.status
     # The standard phrase, not the receiver's own: that one is free text chosen by the far side.
     message = f"webhook answered {status} {_phrase(status)}"
-    http = Reason.HTTP_STATUS
+    said = {"status": status, "reason": Reason.HTTP_STATUS, "host": host}
     if status == 410:
-        return TransportError(message + ": the receiver is gone", permanent=True, status=status, reason=http,
-                              host=host)
+        return TransportError(message + ": the receiver is gone", permanent=True, **said)
     if status in (408, 429) or status >= 500:
-        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")), status=status,
-                              reason=http, host=host)
-    return TransportError(message, permanent=True, status=status, reason=http,  # other 4xx, 3xx not followed
-                          host=host)
+        return TransportError(message, retry_after=retry_after(reply.headers.get("retry-after")), **said)
+    return TransportError(message, permanent=True, **said)  # other 4xx, 3xx not followed
 
 
 def _what_failed(exc: urllib3.exceptions.HTTPError) -> str:
