@@ -10,6 +10,8 @@ not counted. Prints one JSON object:
 
   webhook_cpu_us_per_send / redis_cpu_us_per_send   this process's CPU time per confirmed
                       send, the best round (and the median round: *_median)
+  webhook_postgres_cpu_us_per_send / redis_postgres_cpu_us_per_send   the CPU time of this
+                      process's PostgreSQL backend per confirmed send, in the same best round
   sends               confirmed sends in all rounds
 
 Own PostgreSQL database (omnium_bench_send_cpu) and Redis database (5; the Redis destinations
@@ -18,6 +20,7 @@ write to 6). Usage: .venv/bin/python bench/send_cpu.py [--destinations 200] [--r
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +34,7 @@ from bench.environment import prepare  # noqa: E402
 prepare("omnium_bench_send_cpu", redis_db=5)
 
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 
 from devtools.generator import Generator  # noqa: E402
 from devtools.loopback.receivers import webhook_secret  # noqa: E402
@@ -59,15 +63,25 @@ def provision(games, receiver_url: str, secret: str, count: int) -> dict[str, li
     return {kind: [d.pk for d in made if d.kind == kind] for kind in ("webhook", "redis")}
 
 
-def cpu_per_send(ids: list[int]) -> tuple[float, int]:
-    """Owe every destination its file again, drain each in turn: CPU µs per send, sends."""
+def backend_cpu_s() -> float:
+    """The CPU time used so far by this thread's PostgreSQL backend (on this machine)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_send(ids: list[int]) -> tuple[float, float, int]:
+    """Owe every destination its file again, drain each in turn: CPU µs per send here and in
+    PostgreSQL's backend, sends."""
     DeliveryState.objects.filter(destination_id__in=ids).update(force_resend=True)
-    started = time.process_time()
+    backend_before, started = backend_cpu_s(), time.process_time()
     for destination_id in ids:
         sender.drain(destination_id)
-    spent = time.process_time() - started
+    spent, backend_spent = time.process_time() - started, backend_cpu_s() - backend_before
     sent = DeliveryState.objects.filter(destination_id__in=ids, force_resend=False).count()
-    return spent / sent * 1e6, sent
+    return spent / sent * 1e6, backend_spent / sent * 1e6, sent
 
 
 def main() -> None:
@@ -88,9 +102,11 @@ def main() -> None:
         result, sends = {}, 0
         for kind, kind_ids in ids.items():
             rounds = [cpu_per_send(kind_ids) for _ in range(args.rounds)]
-            result[f"{kind}_cpu_us_per_send"] = round(min(us for us, _ in rounds))
-            result[f"{kind}_cpu_us_per_send_median"] = round(statistics.median(us for us, _ in rounds))
-            sends += sum(sent for _, sent in rounds)
+            best = min(rounds)
+            result[f"{kind}_cpu_us_per_send"] = round(best[0])
+            result[f"{kind}_cpu_us_per_send_median"] = round(statistics.median(us for us, _, _ in rounds))
+            result[f"{kind}_postgres_cpu_us_per_send"] = round(best[1])
+            sends += sum(sent for _, _, sent in rounds)
         print(json.dumps({**result, "sends": sends}, indent=2))
     finally:
         receiver.stdin.close()
