@@ -1,8 +1,9 @@
 """What a destination is owed next: its first owed files, with everything sending them needs.
 
-Read in one statement per file (or batch) sent. A drain's first read is also the statement
+Read in one statement per file (or batch) sent, which also opens the attempt rows of the
+files it returns for sending (delivery.proofs). A drain's first read is also the statement
 that takes the destination's lease (`take_lease`): a drain of one file (a fan-out's case, one
-medal table to each of 5,000 destinations) then runs three statements, not four.
+medal table to each of 5,000 destinations) then runs two statements, this one and its proof.
 """
 
 import functools
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from omnium import claim_renewal
 from omnium.clients.shapes import Shape
-from omnium.delivery import backoff, rendering
+from omnium.delivery import backoff, proofs, rendering
 from omnium.delivery.lease import ACQUIRE
 from omnium.delivery.models import NEWER_THAN_FAILED
 from omnium.server_binding import server_binding_cursor
@@ -31,6 +32,9 @@ class OwedFile:
     gate: backoff.Gate | None  # the destination must not send now
     failures_before: int
     row_versions: tuple[str, str]  # of the destination's row and its client's (see sender._destination)
+    # The attempt row opened as the file was read for sending; None when read without one (a
+    # look at what is owed, or a file whose gate is closed).
+    attempt_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,15 +110,27 @@ JOIN games_games g ON g.id = fd.games_id
 LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
 )"""
 _ORDER = " ORDER BY owed.branch, owed.wanted_at, owed.id"
-_COLUMNS = 19  # of an owed row, before its order keys
+_COLUMNS = 19  # of an owed row, before its order keys (and its attempt's id, last, where opened)
+_WITH_ATTEMPT = " LEFT JOIN attempt ON (attempt.subscription_id, attempt.doc_key) = (owed.subscription_id, owed.doc_key)"
 
+
+def _opening_attempts(durable: bool) -> str:
+    return "," + proofs.OPENED_WITH_THE_READ.replace("{without_waiting}", "" if durable else proofs.WITHOUT_WAITING)
+
+
+# A look at what is owed: no attempt opened.
 NEXT_OWED = "WITH " + SENDER_STATE + "," + PICK + " SELECT owed.* FROM owed" + _ORDER
 
-# One row per owed file, each with the new lease's token; one row of NULLs but the token when
-# nothing is owed; one row of NULLs when another sender holds the lease.
-TAKE_LEASE = ("WITH " + SENDER_STATE_UNDER_NEW_LEASE + "," + PICK
-              + " SELECT (SELECT lease_token FROM lease), owed.* FROM (SELECT 1) AS one LEFT JOIN owed ON true"
-              + _ORDER)
+# The files to send next, their attempts opened.
+NEXT_TO_SEND = ("WITH " + SENDER_STATE + "," + PICK + _opening_attempts(durable=False)
+                + " SELECT owed.*, attempt.id FROM owed" + _WITH_ATTEMPT + _ORDER)
+
+# One row per owed file, each with the new lease's token and its attempt opened; one row of
+# NULLs but the token when nothing is owed; one row of NULLs when another sender holds the
+# lease. Its commit waits for the disk, as every lease's does (see lease).
+TAKE_LEASE = ("WITH " + SENDER_STATE_UNDER_NEW_LEASE + "," + PICK + _opening_attempts(durable=True)
+              + " SELECT (SELECT lease_token FROM lease), owed.*, attempt.id FROM (SELECT 1) AS one"
+              + " LEFT JOIN owed ON true" + _WITH_ATTEMPT + _ORDER)
 
 
 @functools.cache
@@ -135,13 +151,21 @@ def next_owed_files(destination_id: int, limit: int) -> list[OwedFile]:
         return _owed_files(cursor.fetchall())
 
 
+def next_to_send(destination_id: int, limit: int) -> list[OwedFile]:
+    """As `next_owed_files`, with an attempt opened for each file whose gate is open: the
+    caller sends those files, or forgets their attempts (proofs.forget_attempts)."""
+    with server_binding_cursor() as cursor:  # prepared
+        cursor.execute(_with_limit(NEXT_TO_SEND, limit), {"destination": destination_id, "worker": proofs.worker_name()})
+        return _owed_files(cursor.fetchall())
+
+
 def take_lease(destination_id: int, limit: int) -> TakenLease | None:
-    """Take the destination's lease and read its first `limit` owed files, in one statement;
-    None if another sender holds the lease."""
+    """Take the destination's lease and read its first `limit` owed files, their attempts
+    opened as `next_to_send` opens them, in one statement; None if another sender holds the lease."""
     token = uuid.uuid4()
     with server_binding_cursor() as cursor:  # prepared: run for every drain
-        cursor.execute(_with_limit(TAKE_LEASE, limit),
-                       {"destination": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
+        cursor.execute(_with_limit(TAKE_LEASE, limit), {"destination": destination_id, "token": token,
+                                                        "ttl": claim_renewal.ttl_s(), "worker": proofs.worker_name()})
         rows = cursor.fetchall()
     if rows[0][0] is None:
         return None
@@ -153,15 +177,15 @@ def _owed_files(rows) -> list[OwedFile]:
     for row in rows:
         if row[0] not in seen:
             seen.add(row[0])
-            owed.append(_owed_file(row[:_COLUMNS]))
+            owed.append(_owed_file(row[:_COLUMNS], row[-1] if len(row) > _COLUMNS + 2 else None))
     return owed
 
 
-def _owed_file(row) -> OwedFile:
+def _owed_file(row, attempt_id: int | None) -> OwedFile:
     (state_id, subscription_id, doc_key, transform, template, with_version, with_marks, games_code,
      seq, content_hash, changed_at, feed_type, filter, built_at, paused, waiting, failures, *row_versions) = row
     version = None if seq is None else rendering.CurrentVersion(
         doc_key, seq, bytes(content_hash), changed_at, feed_type, filter, built_at)
     gate = backoff.Gate.PAUSED if paused else backoff.Gate.WAITING if waiting else None
     return OwedFile(state_id, subscription_id, doc_key, Shape(transform, with_version, with_marks), template,
-                    games_code, version, gate, failures, tuple(row_versions))
+                    games_code, version, gate, failures, tuple(row_versions), attempt_id)

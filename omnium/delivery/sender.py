@@ -163,28 +163,38 @@ def _drain_and_release(destination_id: int, taken: owed_files.TakenLease, starte
 
 def _drain_under_lease(destination_id: int, held: HeldLease, owed: list[OwedFile],
                        started: float) -> str:
-    """Send `owed` (read as the lease was taken), then what is owed next, until nothing is."""
+    """Send `owed` (read as the lease was taken), then what is owed next, until nothing is.
+    The files are read with their attempts opened: those not sent are forgotten."""
     sent = 0
-    # The gate and the destination's switches are read with every file (or batch), so a pause,
-    # a back-off or a switch-off set elsewhere takes effect at once.
     while owed:
         destination = _destination(destination_id, owed[0].row_versions)
-        if destination is None or not destination.can_send() or not DeliverySwitch.is_on():
-            return Outcome.OFF
-        if owed[0].gate is not None:
-            return Outcome.IDLE
-        if time.monotonic() - started > DRAIN_BUDGET_S:
-            return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
-        if not held.claim.held():
-            return Outcome.LOST_LEASE
-        batch = list(itertools.takewhile(lambda file: file.gate is None, owed))
+        stop = _reason_to_stop(destination, owed[0], held, started)
+        batch = [] if stop else list(itertools.takewhile(lambda file: file.gate is None, owed))
+        proofs.forget_attempts(file.attempt_id for file in owed[len(batch):])
+        if stop:
+            return stop
         if not send_files(destination, batch, held):
             return Outcome.FAILED
         if held.released:
             return Outcome.DRAINED
         sent += len(batch)
-        owed = owed_files.next_owed_files(destination_id, _files_per_push(destination_id))
+        owed = owed_files.next_to_send(destination_id, _files_per_push(destination_id))
     return Outcome.DRAINED if sent else Outcome.IDLE
+
+
+def _reason_to_stop(destination: Destination | None, first: OwedFile, held: HeldLease, started: float) -> str | None:
+    """Why the drain must stop before sending its next file (or batch), if it must. The gate
+    and the destination's switches are read with every file, so a pause, a back-off or a
+    switch-off set elsewhere takes effect at once."""
+    if destination is None or not destination.can_send() or not DeliverySwitch.is_on():
+        return Outcome.OFF
+    if first.gate is not None:
+        return Outcome.IDLE
+    if time.monotonic() - started > DRAIN_BUDGET_S:
+        return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
+    if not held.claim.held():
+        return Outcome.LOST_LEASE
+    return None
 
 
 def _files_per_push(destination_id: int) -> int:
@@ -218,11 +228,12 @@ def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease |
     takes them in one round trip); True when every proof is recorded. With the drain's lease
     `held`, whether it is still held is asked just before the files become visible at the
     destination (the fence), and the proof lets it go if nothing else is owed."""
-    ready = [prepared for file in owed if (prepared := _prepare(file)) is not None]
+    prepared = [(file, _prepare(file)) for file in owed]
+    proofs.forget_attempts(file.attempt_id for file, ready in prepared if ready is None)
+    ready = [r for _, r in prepared if r is not None]
     if not ready:
         return True
-    attempt_ids = proofs.open_attempts(destination.pk, [(r.owed.subscription_id, r.owed.doc_key, r.owed.version.seq)
-                                                        for r in ready])
+    attempt_ids = _attempts_of(destination.pk, ready)
     started = time.monotonic()
     outcomes = _push(destination, ready, held)
     landed = [(r, attempt, receipt) for r, attempt, receipt in zip(ready, attempt_ids, outcomes)
@@ -238,6 +249,15 @@ def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease |
     if not failed and ready[0].owed.failures_before:
         backoff.recovered(destination)
     return not failed and len(outcomes) == len(ready)
+
+
+def _attempts_of(destination_id: int, ready: list[_Ready]) -> list[int]:
+    """Each file's attempt row: opened as it was read for sending, or now (a file read
+    without one: see owed_files.next_owed_files)."""
+    unopened = [r.owed for r in ready if r.owed.attempt_id is None]
+    opened = iter(proofs.open_attempts(destination_id, [(o.subscription_id, o.doc_key, o.version.seq) for o in unopened])
+                  if unopened else ())
+    return [r.owed.attempt_id if r.owed.attempt_id is not None else next(opened) for r in ready]
 
 
 def _prepare(owed: OwedFile) -> _Ready | None:

@@ -195,6 +195,82 @@ def test_taking_the_lease_reads_the_first_owed_files_in_the_same_statement(small
     assert [(f.state_id, f.gate) for f in paused.first_files] == [(states["calendar"], Gate.PAUSED)]
 
 
+def test_the_statement_that_reads_the_files_to_send_opens_their_attempts_and_only_theirs(small_games, subscribe):
+    """The lease's statement (and the next read of a drain) opens an attempt for each file
+    whose gate is open, and none for a file that waits for its retry or a paused destination;
+    the lease's commit waits for the disk, the next read's does not."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "medals", "entries"))
+    sender.drain(destination.pk)
+    states = _owe(destination, {"calendar": 30, "medals": 20, "entries": 10}, failed=("calendar", "medals"))
+    SenderState.objects.filter(destination=destination).update(retry_at=timezone.now() + timedelta(minutes=5),
+                                                              consecutive_failures=3)
+    open_attempts = DeliveryAttempt.objects.filter(destination=destination, ok__isnull=True)
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        taken = owed_files.take_lease(destination.pk, 3)
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+
+    entries = FeedDocument.objects.get(doc_key=taken.first_files[0].doc_key)
+    assert [(f.state_id, f.attempt_id is not None) for f in taken.first_files] == [
+        (states["entries"], True), (states["calendar"], False), (states["medals"], False)]
+    assert list(open_attempts.values_list("pk", "doc_key", "seq")) == [
+        (taken.first_files[0].attempt_id, entries.doc_key, entries.seq)]
+
+    open_attempts.delete()
+    with transaction.atomic(), connection.cursor() as cursor:
+        [entries_again, *waiting] = owed_files.next_to_send(destination.pk, 3)
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "off"
+    assert list(open_attempts.values_list("pk", flat=True)) == [entries_again.attempt_id]
+    assert [f.attempt_id for f in waiting] == [None, None]
+
+    open_attempts.delete()
+    SenderState.objects.filter(destination=destination).update(paused=True)
+    assert [f.attempt_id for f in owed_files.next_to_send(destination.pk, 3)] == [None, None, None]
+    assert not open_attempts.exists()
+    lease.release(destination.pk, taken.token)
+
+
+def test_files_read_for_sending_but_not_sent_leave_no_attempt_behind(small_games, subscribe, monkeypatch):
+    """A drain that stops before its file (delivery switched off) and a file whose version
+    changed as it was rendered: their attempts are forgotten, and the file is sent later with
+    one attempt."""
+    from omnium.delivery import models as delivery_models
+    from omnium.delivery import rendering
+    from omnium.delivery.models import DeliverySwitch
+
+    destination = subscribe(small_games, redis_destination_settings())
+    sender.drain(destination.pk)
+    wanted = change_and_rebuild(small_games, 77)
+    DeliverySwitch.objects.create(pk=1, enabled=False, reason="a test")
+    monkeypatch.setattr(delivery_models, "_switch_cache", [True, 0.0])
+
+    assert sender.drain(destination.pk) == sender.Outcome.OFF
+    assert not DeliveryAttempt.objects.filter(destination=destination, ok__isnull=True).exists()
+
+    DeliverySwitch.objects.filter(pk=1).update(enabled=True)
+    monkeypatch.setattr(delivery_models, "_switch_cache", [True, 0.0])
+    real_render, renders = rendering.render, []
+
+    def moved_once(version, *args, **kwargs):
+        renders.append(version.seq)
+        if len(renders) == 1:
+            raise rendering.VersionMoved()
+        return real_render(version, *args, **kwargs)
+
+    monkeypatch.setattr(rendering, "render", moved_once)
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+
+    assert renders == [wanted, wanted]
+    assert list(DeliveryAttempt.objects.filter(destination=destination, seq=wanted).values_list("ok", flat=True)) == [
+        True]
+
+
 def test_the_last_proof_lets_the_lease_go_unless_a_version_became_owed_during_the_send(small_games, subscribe,
                                                                                        monkeypatch):
     """The proof of the last owed file releases the lease in the same statement; a version
