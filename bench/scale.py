@@ -17,6 +17,9 @@ one JSON object.
                       resident memory of one (after the fan-out)
   delivery_cpu_ms_per_send   the delivery workers' CPU time over the fan-out, per send
   broker_cpu_ms_per_send     RabbitMQ's CPU time over the fan-out (and the award), per send
+  postgres_cpu_ms_per_send   the same of this machine's PostgreSQL (its server processes,
+                      every connection's: the senders', the builders', the sweeper's, this
+                      process's)
   sweep_deliveries_s  the sweeper with every destination (best of three, in this process)
   fanout_5000_s       one medal award to every destination: commit -> last confirmation;
                       it includes the medal-table stat job, the 1 s quiet period and the build
@@ -185,15 +188,21 @@ def wait_caught_up(ids, timeout: float) -> bool:
 def start_processes(args, env: dict, delivery_start_s: list | None = None) -> list:
     """The build workers, the delivery workers and beat; each delivery worker's start (process
     start -> consuming every destination queue) is appended to `delivery_start_s`."""
-    running = [processes.start_worker(LIVE_QUEUES, "bench-scale-live", 2, env),
-               processes.start_worker(BULK_QUEUES, "bench-scale-bulk", 1, env)]
-    for n in range(1, args.delivery_workers + 1):
-        started = time.monotonic()
-        running.append(processes.start_delivery_worker(f"bench-scale-delivery-{n}", args.delivery_threads, env,
-                                                       timeout=300))
-        if delivery_start_s is not None:
-            delivery_start_s.append(round(time.monotonic() - started, 1))
-    return [*running, processes.start_beat("bench-scale-beat", env)]
+    running = []
+    try:  # a process that does not start stops those started before it
+        running += [processes.start_worker(LIVE_QUEUES, "bench-scale-live", 2, env),
+                    processes.start_worker(BULK_QUEUES, "bench-scale-bulk", 1, env)]
+        for n in range(1, args.delivery_workers + 1):
+            started = time.monotonic()
+            running.append(processes.start_delivery_worker(f"bench-scale-delivery-{n}", args.delivery_threads, env,
+                                                           timeout=300))
+            if delivery_start_s is not None:
+                delivery_start_s.append(round(time.monotonic() - started, 1))
+        running.append(processes.start_beat("bench-scale-beat", env))
+    except BaseException:
+        processes.stop_all(running)
+        raise
+    return running
 
 
 def use_broker(url: str) -> None:
@@ -228,16 +237,28 @@ class MedalAwards:
         return fanout_measured(ids, first_seq, committed, timeout)
 
 
+# The ids as one array parameter: Django's `__in` writes 5,000 placeholders, and that count,
+# once a second, cost this process and PostgreSQL about 50 ms each time, on the cores the
+# fan-out measured needs.
+CONFIRMED = "SELECT count(DISTINCT destination_id) FROM delivery_state WHERE destination_id = ANY(%s) AND sent_seq > %s"
+
+
+def confirmed_count(ids, first_seq: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(CONFIRMED, [list(ids), first_seq])
+        return cursor.fetchone()[0]
+
+
 def fanout_measured(ids, first_seq: int, committed, timeout: float) -> dict:
     """Commit -> the last destination confirmed a version newer than `first_seq`; and the
     confirmed sends a second between the first send's start and the last confirmation."""
     confirmed = DeliveryState.objects.filter(destination_id__in=ids, sent_seq__gt=first_seq)
     deadline = time.monotonic() + timeout
-    # Once a second: with 5,000 ids the count is a query PostgreSQL feels, and the time
-    # measured comes from the proofs' sent_at, not from when this loop notices.
-    while time.monotonic() < deadline and confirmed.values("destination_id").distinct().count() < len(ids):
+    # Once a second: the time measured comes from the proofs' sent_at, not from when this
+    # loop notices.
+    while time.monotonic() < deadline and confirmed_count(ids, first_seq) < len(ids):
         time.sleep(1)
-    missing = len(ids) - confirmed.values("destination_id").distinct().count()
+    missing = len(ids) - confirmed_count(ids, first_seq)
     last = confirmed.order_by("-sent_at").values_list("sent_at", flat=True).first()
     sends = DeliveryAttempt.objects.filter(destination_id__in=ids, ok=True, seq__gt=first_seq)
     first_start = sends.order_by("started_at").values_list("started_at", flat=True).first()
@@ -278,6 +299,23 @@ def cpu_seconds(pids) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / ticks
+
+
+def cpu_by_process(pids) -> dict[int, float]:
+    """Each process's CPU time so far (those gone already left out)."""
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = cpu_seconds([pid])
+        except OSError:
+            pass
+    return found
+
+
+def postgres_pids() -> list[int]:
+    """This machine's PostgreSQL server processes (its backends come and go with connections)."""
+    found = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
 
 
 def broker_pids() -> list[int]:
@@ -344,10 +382,13 @@ def at_scale(args, games, awards, receiver, ids, env) -> dict:
         delivery = [p.pid for p in running if p.name.startswith("bench-scale-delivery")]
         broker = broker_pids()
         cpu_before, broker_cpu_before = cpu_seconds(delivery), cpu_seconds(broker)
+        postgres_before = cpu_by_process(postgres_pids())
         fanout = awards.award_next(ids, 300)
         sends = max(1, fanout["sends"])
         cpu_ms_per_send = (cpu_seconds(delivery) - cpu_before) * 1000 / sends
         result["broker_cpu_ms_per_send"] = round((cpu_seconds(broker) - broker_cpu_before) * 1000 / sends, 1)
+        postgres_spent = sum(cpu - postgres_before.get(pid, 0.0) for pid, cpu in cpu_by_process(postgres_pids()).items())
+        result["postgres_cpu_ms_per_send"] = round(postgres_spent * 1000 / sends, 1)
         result.update({"fanout_5000_s": fanout["seconds"], "fanout_5000_sends": fanout["sends"],
                        "fanout_5000_unconfirmed": fanout["unconfirmed"], "sends_per_s": fanout["sends_per_s"],
                        "delivery_cpu_ms_per_send": round(cpu_ms_per_send, 1),
