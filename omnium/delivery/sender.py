@@ -229,8 +229,8 @@ def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease |
     `held`, whether it is still held is asked just before the files become visible at the
     destination (the fence), and the proof lets it go if nothing else is owed."""
     prepared = [(file, _prepare(file)) for file in owed]
-    proofs.forget_attempts(file.attempt_id for file, ready in prepared if ready is None)
-    ready = [r for _, r in prepared if r is not None]
+    proofs.forget_attempts(file.attempt_id for file, rendered in prepared if rendered is None)
+    ready = [rendered for _, rendered in prepared if rendered is not None]
     if not ready:
         return True
     attempt_ids = _attempts_of(destination.pk, ready)
