@@ -312,17 +312,20 @@ def cpu_by_process(pids) -> dict[int, float]:
     return found
 
 
+def _processes_named(*pgrep_arguments: str) -> list[int]:
+    found = subprocess.run(["pgrep", *pgrep_arguments], capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+
 def postgres_pids() -> list[int]:
     """This machine's PostgreSQL server processes (its backends come and go with connections)."""
-    found = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in found]
+    return _processes_named("-x", "postgres")
 
 
 def broker_pids() -> list[int]:
     """RabbitMQ's Erlang VM on this machine (none when the broker runs elsewhere)."""
     # The oldest: a rabbitmqctl run meanwhile is an Erlang VM of its own, gone before the end.
-    found = subprocess.run(["pgrep", "-o", "-x", "beam.smp"], capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in found]
+    return _processes_named("-o", "-x", "beam.smp")
 
 
 def sweep_seconds() -> float:

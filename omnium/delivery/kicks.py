@@ -219,7 +219,7 @@ def forget_all_on_their_way() -> None:
 def arrived(destination_id: int) -> None:
     """A drain of this destination ran: the kicks sent before it began have done their work.
     (A drain that sends clears the mark with its first send's status instead, in the same
-    round trip: see sender.send_one.)"""
+    round trip: see sender._record_landed.)"""
     try:
         redis_client().delete(on_its_way_key(destination_id))
     except RedisError:

@@ -110,7 +110,7 @@ JOIN games_games g ON g.id = fd.games_id
 LEFT JOIN feeds_feeddocument d ON d.doc_key = ds.doc_key
 )"""
 _ORDER = " ORDER BY owed.branch, owed.wanted_at, owed.id"
-_COLUMNS = 19  # of an owed row, before its order keys (and its attempt's id, last, where opened)
+_COLUMNS = 19  # of an owed row, before its order keys (and its attempt's id, last, where one is opened)
 _WITH_ATTEMPT = " LEFT JOIN attempt ON (attempt.subscription_id, attempt.doc_key) = (owed.subscription_id, owed.doc_key)"
 
 
@@ -156,7 +156,7 @@ def next_to_send(destination_id: int, limit: int) -> list[OwedFile]:
     caller sends those files, or forgets their attempts (proofs.forget_attempts)."""
     with server_binding_cursor() as cursor:  # prepared
         cursor.execute(_with_limit(NEXT_TO_SEND, limit), {"destination": destination_id, "worker": proofs.worker_name()})
-        return _owed_files(cursor.fetchall())
+        return _owed_files(cursor.fetchall(), with_attempts=True)
 
 
 def take_lease(destination_id: int, limit: int) -> TakenLease | None:
@@ -169,15 +169,15 @@ def take_lease(destination_id: int, limit: int) -> TakenLease | None:
         rows = cursor.fetchall()
     if rows[0][0] is None:
         return None
-    return TakenLease(token, _owed_files([row[1:] for row in rows if row[1] is not None]))
+    return TakenLease(token, _owed_files([row[1:] for row in rows if row[1] is not None], with_attempts=True))
 
 
-def _owed_files(rows) -> list[OwedFile]:
+def _owed_files(rows, with_attempts: bool = False) -> list[OwedFile]:
     owed, seen = [], set()
     for row in rows:
         if row[0] not in seen:
             seen.add(row[0])
-            owed.append(_owed_file(row[:_COLUMNS], row[-1] if len(row) > _COLUMNS + 2 else None))
+            owed.append(_owed_file(row[:_COLUMNS], row[-1] if with_attempts else None))
     return owed
 
 

@@ -1,9 +1,10 @@
 """What a send leaves in PostgreSQL: its attempt row before, its proof of delivery after.
 
-For one file or for a batch the sender pushed in one round trip, each in one statement: the
-attempt rows as the send starts, and the proofs with the destination's success and the
-attempts' outcomes as it lands. A proof only moves `sent_seq` forward, and is written only
-for a file that landed: the proof of delivery never claims a delivery that did not happen.
+For one file or for a batch the sender pushed in one round trip: the attempt rows opened by
+the statement that reads the files to send (OPENED_WITH_THE_READ), and the proofs with the
+destination's success and the attempts' outcomes as they land, in one statement. A proof only
+moves `sent_seq` forward, and is written only for a file that landed: the proof of delivery
+never claims a delivery that did not happen.
 """
 
 import functools
@@ -47,28 +48,22 @@ def _execute(cursor, template: str, columns: Columns, rows: list[tuple], **param
     cursor.execute(_with_rows(template, columns, one_row), {**parameters, **values})
 
 
-# In SQL rather than through the ORM's save(), a tenth of a drain's Python time. The attempts'
-# commit does not wait for the disk (set_config, local to this statement's transaction: see
-# open_attempts), and being one statement, it is prepared on the connection like the sender's
-# other statements (a SET before it made two, which cannot be prepared, so PostgreSQL planned
-# this insert at every send).
-ATTEMPTED = (("subscription_id", "bigint"), ("doc_key", "text"), ("seq", "bigint"))
-OPEN_ATTEMPTS = """
-INSERT INTO delivery_deliveryattempt (destination_id, subscription_id, doc_key, seq, started_at, receipt,
-                                      error_class, error, permanent, is_test, worker)
-SELECT %(destination)s, t.subscription_id, t.doc_key, t.seq, clock_timestamp(), '', '', '', false, false, %(worker)s
-FROM {rows}
-CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS without_waiting_for_the_disk
-RETURNING id, subscription_id, doc_key"""
-
-
-# The same rows opened by the statement that reads the files to send (delivery.owed_files):
+# The attempt rows, opened by the statement that reads the files to send (delivery.owed_files):
 # a common table expression over its `owed` rows, for those whose gate is open and whose file
-# exists (the files the sender pushes next). One statement fewer for each file a drain sends:
-# PostgreSQL spent about 0.15 ms running this insert apart, and as much again on its own
-# round trip and commit (log_statement_stats, bench/send_cpu.py). A file can come twice in
-# `owed` (see owed_files.PICK): one attempt each. `without_waiting_for_the_disk` as above,
-# where the statement takes no lease (a lease's commit waits for the disk: see lease).
+# exists (the files the sender pushes next); a file can come twice in `owed` (see
+# owed_files.PICK): one attempt each. In SQL rather than through the ORM's save() (a tenth of
+# a drain's Python time), and in the read rather than a statement of its own: PostgreSQL spent
+# about 0.15 ms running the insert apart, and as much again on its own round trip and commit
+# (log_statement_stats, bench/send_cpu.py).
+#
+# Where the statement takes no lease, its commit does not wait for the disk
+# (WITHOUT_WAITING: set_config, local to the statement's transaction, so the statement stays
+# one and is prepared). Every commit waits for the WAL to be flushed, and in a burst senders
+# queued behind the builders' megabytes (in a 20 ms sample of pg_stat_activity, the attempt
+# insert was the statement most often running after the lease's). Nothing is risked: the
+# proof that follows is committed synchronously, which flushes these rows with it; a database
+# crash before the proof loses only the rows of attempts whose outcome was never recorded.
+# A lease's commit waits for the disk (see lease).
 OPENED_WITH_THE_READ = """
 attempt AS (
 INSERT INTO delivery_deliveryattempt (destination_id, subscription_id, doc_key, seq, started_at, receipt,
@@ -79,21 +74,6 @@ FROM owed {without_waiting}
 WHERE owed.seq IS NOT NULL AND NOT owed.paused AND NOT owed.waiting
 RETURNING id, subscription_id, doc_key)"""
 WITHOUT_WAITING = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS without_waiting_for_the_disk"
-
-
-def open_attempts(destination_id: int, files: list[tuple[int, str, int]]) -> list[int]:
-    """The attempt rows (their ids, in order) of sending these (subscription id, doc_key, seq),
-    written before the send without waiting for the disk.
-
-    Every commit waits for the WAL to be flushed, and in a burst senders queued behind the
-    builders' megabytes (in a 20 ms sample of pg_stat_activity, this insert was the
-    statement most often running after the lease's). Nothing is risked: the proof that
-    follows is committed synchronously, which flushes these rows with it; a database crash
-    before the proof loses only the rows of attempts whose outcome was never recorded."""
-    with server_binding_cursor() as cursor:  # prepared
-        _execute(cursor, OPEN_ATTEMPTS, ATTEMPTED, files, destination=destination_id, worker=worker_name())
-        ids = {(subscription, doc_key): attempt for attempt, subscription, doc_key in cursor.fetchall()}
-    return [ids[(subscription, doc_key)] for subscription, doc_key, _ in files]
 
 
 # The delivery worker's node name, for the drains its strategy runs outside a Celery task

@@ -204,11 +204,6 @@ def _files_per_push(destination_id: int) -> int:
     return TRANSPORTS[loaded[1].kind].files_per_push if loaded is not None else 1
 
 
-def send_one(destination: Destination, owed: OwedFile, held: HeldLease | None = None) -> bool:
-    """Push the current version of one owed file; True when its proof is recorded."""
-    return send_files(destination, [owed], held)
-
-
 @dataclass(frozen=True)
 class _Ready:
     """An owed file rendered and named, about to be pushed."""
@@ -225,7 +220,8 @@ class _Ready:
 
 def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease | None = None) -> bool:
     """Push the current version of each owed file (several at once only to a transport that
-    takes them in one round trip); True when every proof is recorded. With the drain's lease
+    takes them in one round trip), the files read by owed_files.take_lease or next_to_send
+    with their attempts opened; True when every proof is recorded. With the drain's lease
     `held`, whether it is still held is asked just before the files become visible at the
     destination (the fence), and the proof lets it go if nothing else is owed."""
     prepared = [(file, _prepare(file)) for file in owed]
@@ -233,7 +229,7 @@ def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease |
     ready = [rendered for _, rendered in prepared if rendered is not None]
     if not ready:
         return True
-    attempt_ids = _attempts_of(destination.pk, ready)
+    attempt_ids = [r.owed.attempt_id for r in ready]
     started = time.monotonic()
     outcomes = _push(destination, ready, held)
     landed = [(r, attempt, receipt) for r, attempt, receipt in zip(ready, attempt_ids, outcomes)
@@ -249,15 +245,6 @@ def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease |
     if not failed and ready[0].owed.failures_before:
         backoff.recovered(destination)
     return not failed and len(outcomes) == len(ready)
-
-
-def _attempts_of(destination_id: int, ready: list[_Ready]) -> list[int]:
-    """Each file's attempt row: opened as it was read for sending, or now (a file read
-    without one: see owed_files.next_owed_files)."""
-    unopened = [r.owed for r in ready if r.owed.attempt_id is None]
-    opened = iter(proofs.open_attempts(destination_id, [(o.subscription_id, o.doc_key, o.version.seq) for o in unopened])
-                  if unopened else ())
-    return [r.owed.attempt_id if r.owed.attempt_id is not None else next(opened) for r in ready]
 
 
 def _prepare(owed: OwedFile) -> _Ready | None:

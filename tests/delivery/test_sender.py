@@ -49,14 +49,13 @@ def test_a_file_arrives_byte_identical_with_its_proof(small_games, subscribe, re
 def test_attempt_rows_are_committed_without_waiting_for_the_disk_in_one_statement_or_a_batch(
         small_games, subscribe, files):
     destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "country"))
-    owed = owed_files.next_owed_files(destination.pk, files)
-    assert len(owed) == files
-
     with transaction.atomic(), connection.cursor() as cursor:  # so the setting can be read after
-        attempts = proofs.open_attempts(destination.pk, [(o.subscription_id, o.doc_key, o.version.seq) for o in owed])
+        owed = owed_files.next_to_send(destination.pk, files)
+        attempts = [o.attempt_id for o in owed]
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "off"
 
+    assert len(owed) == files
     opened = DeliveryAttempt.objects.filter(pk__in=attempts)
     assert sorted(opened.values_list("doc_key", "seq")) == sorted((o.doc_key, o.version.seq) for o in owed)
     assert [a.doc_key for a in sorted(opened, key=lambda a: attempts.index(a.pk))] == [o.doc_key for o in owed]
@@ -84,10 +83,10 @@ def test_sent_seq_never_moves_backwards(small_games, subscribe):
     sender.drain(destination.pk)
     state = DeliveryState.objects.get(destination=destination)
     DeliveryState.objects.filter(pk=state.pk).update(wanted_seq=state.sent_seq + 1)  # owed again
-    owed = owed_files.next_owed(destination.pk)
+    [owed] = owed_files.next_to_send(destination.pk, 1)
     stale = dataclasses.replace(owed.version, seq=state.sent_seq - 1, content_hash=b"x" * 32)
 
-    [attempt] = proofs.open_attempts(destination.pk, [(owed.subscription_id, owed.doc_key, stale.seq)])
+    attempt = owed.attempt_id
     recorded = proofs.record_proofs(destination.pk, [proofs.Landed(
         owed.state_id, attempt, stale.seq, stale.content_hash, stale.changed_at, 3, b"x" * 32, "old", "p", 1)])
 
