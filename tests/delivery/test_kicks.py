@@ -8,6 +8,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from devtools import broker
+from devtools.processes import free_port
 from omnium.delivery import kicks, lease, sender, tasks
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
 from omnium.delivery.models import DeliveryState
@@ -78,6 +79,26 @@ def test_the_sweeper_re_kicks_only_destinations_whose_kick_is_not_on_its_way(sma
     assert sweep() == sorted(ids)
 
 
+def test_the_sweeper_does_not_kick_a_destination_drained_since_it_read_the_idle_ones(small_games, subscribe,
+                                                                                     clean_redis, receiver,
+                                                                                     monkeypatch):
+    """Under load a sweep's steps are seconds apart: a destination read as idle, then drained
+    (its mark cleared, nothing owed) before its mark is looked at, looked unkicked."""
+    ids = [subscribe(small_games, webhook_settings(receiver.url)).pk for _ in range(2)]
+    DeliveryState.objects.update(wanted_at=timezone.now() - timedelta(minutes=5))
+    for destination_id in ids:
+        kicks.arrived(destination_id)  # both drains started, and ended with the work still owed
+    swept = []
+    monkeypatch.setattr(tasks, "kick_all", swept.append)
+    # Between the read of the idle destinations and their marks, the first one is drained.
+    monkeypatch.setattr(tasks.queues, "announce", lambda *args, **kwargs: sender.drain(ids[0]))
+
+    tasks.sweep_deliveries()
+
+    assert swept == [[ids[1]]]
+    assert not redis_client().exists(kicks.on_its_way_key(ids[0]))  # no mark without a kick on its way
+
+
 def test_a_drain_clears_its_kick_mark_whether_it_sends_or_not(small_games, subscribe, clean_redis, receiver):
     """A drain that sends clears the mark with its first send's status (one round trip); one
     that sends nothing, or finds the lease taken, clears it on its own."""
@@ -129,6 +150,37 @@ def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
 
     assert _drain_messages(9_000_031) == [("omnium.delivery.tasks.drain_destination", [9_000_031])]
     assert _drain_messages(9_000_032) == [("omnium.delivery.tasks.drain_destination", [9_000_032])]
+
+
+def test_kicks_are_marked_on_their_way_before_they_are_published(clean_redis, monkeypatch):
+    """Publishing thousands of kicks takes seconds; a sweep in the meantime must see them marked."""
+    destinations = [9_000_051, 9_000_052]
+    marked_when_published = []
+    publish = kicks._publish
+
+    def publish_seeing_the_marks(producer, destination_ids, mandatory=False):
+        marked_when_published.extend(bool(redis_client().exists(kicks.on_its_way_key(d))) for d in destination_ids)
+        publish(producer, destination_ids, mandatory)
+
+    monkeypatch.setattr(kicks, "_publish", publish_seeing_the_marks)
+    kick_all(destinations)
+
+    assert marked_when_published and all(marked_when_published)  # (twice each when their queues are new)
+    assert [_drain_messages(d) for d in destinations] == [[("omnium.delivery.tasks.drain_destination", [d])]
+                                                          for d in destinations]
+
+
+def test_kicks_the_broker_did_not_take_leave_no_mark(clean_redis, monkeypatch):
+    """A mark says a kick is on its way: a mark left for a kick never sent would keep the
+    sweeper from re-kicking its destination until the mark expired."""
+    monkeypatch.setattr(current_app.conf, "broker_url", f"amqp://guest:guest@127.0.0.1:{free_port()}//")
+    monkeypatch.setitem(current_app.conf, "broker_connection_timeout", 0.5)  # how long kombu tries to connect
+    monkeypatch.setattr(current_app, "_pool", None)
+    monkeypatch.setattr(current_app.amqp, "_producer_pool", None)
+
+    kick_all([9_000_061, 9_000_062])  # no broker answers there: logged, not raised
+
+    assert not redis_client().exists(kicks.on_its_way_key(9_000_061), kicks.on_its_way_key(9_000_062))
 
 
 def test_only_a_plain_kick_takes_the_delivery_workers_short_way():
