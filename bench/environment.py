@@ -63,14 +63,13 @@ def fresh_database(url: str) -> None:
 
 
 def _own_broker(vhost: str) -> None:
-    """A RabbitMQ vhost of the benchmark's own, emptied (BENCH_BROKER_URL: another broker)."""
+    """A new RabbitMQ vhost of the benchmark's own (BENCH_BROKER_URL: another broker)."""
     from devtools import broker
 
     if os.environ.get("BENCH_BROKER_URL"):
         os.environ["CELERY_BROKER_URL"] = os.environ["BENCH_BROKER_URL"]
         return
-    url = broker.with_vhost("amqp://guest:guest@127.0.0.1:5672/", vhost)
     management = os.environ.get("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/")
-    broker.ensure_vhost(management, url, fresh=True)
+    url = broker.fresh_vhost_per_run(management, "amqp://guest:guest@127.0.0.1:5672/", vhost)
     atexit.register(broker.delete_vhost, management, url)  # the machine is left as it was
     os.environ["CELERY_BROKER_URL"] = url

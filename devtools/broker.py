@@ -5,6 +5,8 @@ benchmark's or another run's kicks. Made through RabbitMQ's management API (mill
 `rabbitmqctl` takes two seconds a call to start its Erlang VM).
 """
 
+import os
+import re
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
@@ -32,6 +34,23 @@ def ensure_vhost(management_url: str, broker_url: str, *, fresh: bool = False) -
     _call("put", f"{api}/vhosts/{vhost}", ok=(201, 204))
     _call("put", f"{api}/permissions/{vhost}/{quote(parts.username or 'guest', safe='')}",
           json={"configure": ".*", "write": ".*", "read": ".*"}, ok=(201, 204))
+
+
+def fresh_vhost_per_run(management_url: str, broker_url: str, name: str) -> str:
+    """`broker_url` pointed at a new vhost `<name>.<pid>`, made after deleting every earlier
+    run's (`<name>` and `<name>.<n>`).
+
+    A name per run, because RabbitMQ (3.10 here) may keep a deleted vhost's durable queue
+    records a while: a vhost made again at once under the same name refused to declare one of
+    them ("home node ... of durable queue 'deliver.3432' ... is down or inaccessible"), twice
+    after bench/scale.py's 5,000 queues, and the bench stopped on it."""
+    api = management_url.rstrip("/")
+    for vhost in _call("get", f"{api}/vhosts", ok=(200,)).json():
+        if vhost["name"] == name or re.fullmatch(re.escape(name) + r"\.\d+", vhost["name"]):
+            delete_vhost(management_url, with_vhost(broker_url, vhost["name"]))
+    url = with_vhost(broker_url, f"{name}.{os.getpid()}")
+    ensure_vhost(management_url, url)
+    return url
 
 
 def delete_vhost(management_url: str, broker_url: str) -> None:
