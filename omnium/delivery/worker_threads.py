@@ -1,8 +1,8 @@
 """A delivery worker's start: its destination queues, and two background threads.
 
 At start the worker consumes every destination's queue, and loads every destination (in a
-thread of its own, see sender.load_destinations). Then two threads run beside the tasks: its
-heartbeat, and the control listener.
+thread of its own, see sender.load_destinations). Then three threads run beside the tasks: its
+heartbeat, the control listener, and the publisher of the sends' statuses (see health).
 
 The heartbeat says "this worker is alive and serves these destinations" every few seconds;
 when the worker dies, the keys expire and the screens show its destinations as stalled. The
@@ -86,7 +86,9 @@ def _load_destinations(ids) -> None:
 
 
 def start(consumer, ids=()) -> None:
-    """The heartbeat and the control listener; and the destinations `ids` loaded meanwhile."""
+    """The heartbeat, the control listener and the sends' statuses published in batches; and
+    the destinations `ids` loaded meanwhile."""
     hostname = consumer.hostname if hasattr(consumer, "hostname") else "worker"
+    health.start_batching_sent()
     for target, args in ((_heartbeat_loop, (consumer, hostname)), (_control_loop, ()), (_load_destinations, (ids,))):
         threading.Thread(target=target, args=args, daemon=True, name=target.__name__).start()
