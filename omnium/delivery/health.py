@@ -187,7 +187,10 @@ class _SentBatches:
     def _publish_until_stopped(self) -> None:
         while self._waiting is not None:
             time.sleep(self.BATCH_S)
-            publish_waiting_sent()
+            try:
+                publish_waiting_sent()
+            except Exception:  # this thread must go on, or the statuses would pile up unpublished
+                log.warning("sends' statuses not published", exc_info=True)
 
 
 _batches = _SentBatches()
