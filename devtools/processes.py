@@ -55,7 +55,13 @@ class ManagedProcess:
                 raise RuntimeError(f"{self.name} exited with {self.popen.returncode}:\n{self.log_tail()}")
             return ready()
 
-        wait_until(ready_or_dead, timeout, 0.05, f"{self.name} {what} (log: {self.log_path})", TimeoutError)
+        try:
+            wait_until(ready_or_dead, timeout, 0.05, f"{self.name} {what} (log: {self.log_path})", TimeoutError)
+        except TimeoutError:
+            # Never handed to the caller, so nobody else would stop it: a bench's delivery
+            # worker that never got to consume its queues went on running after the bench.
+            self.stop()
+            raise
 
     def wait_for_output(self, text: str, timeout: float = 30.0) -> None:
         self.wait_until(lambda: text in self.output_since_start(), timeout, f"printing {text!r}")
