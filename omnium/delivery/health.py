@@ -150,7 +150,7 @@ class _SentBatches:
     def __init__(self):
         self._waiting: list[_Sent] | None = None  # None: not batching, each send publishes at once
         self._lock = threading.Lock()  # the list
-        self.in_order = threading.Lock()  # a batch and any later health write
+        self._in_order = threading.Lock()  # a batch and any later health write
 
     def start(self) -> None:
         """Publish sends in batches from now on, from a thread of this process's own (and what
@@ -176,13 +176,17 @@ class _SentBatches:
             self._waiting.append(sent)
             return True
 
-    def publish_waiting(self, r) -> None:
-        """The sends waiting (call with `in_order` held)."""
-        with self._lock:
-            if not self._waiting:
-                return
-            sends, self._waiting = self._waiting, []
-        _publish_sent_into(r, sends)
+    def after_the_waiting(self, r, action):
+        """`action(r)` once the sends waiting are published; at once in a process that does
+        not batch (an API process's reads are not queued behind one another)."""
+        if self._waiting is None:
+            return action(r)
+        with self._in_order:
+            with self._lock:
+                sends, self._waiting = self._waiting, ([] if self._waiting is not None else None)
+            if sends:
+                _publish_sent_into(r, sends)
+            return action(r)
 
     def _publish_until_stopped(self) -> None:
         while self._waiting is not None:
@@ -242,10 +246,7 @@ def read_stalled(destination_ids: list[int]) -> dict[int, bool | None]:
 def _quietly(action):
     """`action` on Redis, after the sends waiting in a batch; None if Redis is unavailable."""
     try:
-        r = redis_client()
-        with _batches.in_order:
-            _batches.publish_waiting(r)
-            return action(r)
+        return _batches.after_the_waiting(redis_client(), action)
     except RedisError:
         log.warning("health not published: Redis unavailable", exc_info=True)
         return None
