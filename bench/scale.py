@@ -50,6 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.environment import prepare  # noqa: E402
+from bench.process_cpu import cpu_by_process, cpu_seconds  # noqa: E402
 from devtools.processes import ManagedProcess, free_port  # noqa: E402
 
 SEED = 99
@@ -289,27 +290,6 @@ def resident_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-def cpu_seconds(pids) -> float:
-    """User and system CPU time used so far by these processes (not their children)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
-
-
-def cpu_by_process(pids) -> dict[int, float]:
-    """Each process's CPU time so far (those gone already left out)."""
-    found = {}
-    for pid in pids:
-        try:
-            found[pid] = cpu_seconds([pid])
-        except OSError:
-            pass
-    return found
 
 
 def _processes_named(*pgrep_arguments: str) -> list[int]:

@@ -20,7 +20,6 @@ write to 6). Usage: .venv/bin/python bench/send_cpu.py [--destinations 200] [--r
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.environment import prepare  # noqa: E402
+from bench.process_cpu import cpu_seconds  # noqa: E402
 
 prepare("omnium_bench_send_cpu", redis_db=5)
 
@@ -67,9 +67,7 @@ def backend_cpu_s() -> float:
     """The CPU time used so far by this thread's PostgreSQL backend (on this machine)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds([cursor.fetchone()[0]])
 
 
 def cpu_per_send(ids: list[int]) -> tuple[float, float, int]:

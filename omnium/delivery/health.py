@@ -183,7 +183,9 @@ class _SentBatches:
             return action(r)
         with self._in_order:
             with self._lock:
-                sends, self._waiting = self._waiting, ([] if self._waiting is not None else None)
+                sends = self._waiting
+                if sends:
+                    self._waiting = []
             if sends:
                 _publish_sent_into(r, sends)
             return action(r)
