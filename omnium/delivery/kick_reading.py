@@ -32,11 +32,21 @@ def read_ahead(connection) -> bool:
 
     def drain_events_and_the_buffer(timeout=None):
         drain_events(timeout=timeout)
-        while _holds_a_whole_frame(transport._read_buffer):
+        while not _awaits_a_reply(connection) and _holds_a_whole_frame(transport._read_buffer):
             connection.on_inbound_frame(transport.read_frame())
 
     connection.drain_events = drain_events_and_the_buffer
     return True
+
+
+def _awaits_a_reply(connection) -> bool:
+    """Whether a channel of the connection waits for a reply (py-amqp reads frames one by one
+    until it comes): the frames behind the reply wait for the waiter. A consumer's callback is
+    registered only once its start's reply has returned, and the messages RabbitMQ sends right
+    behind that reply would otherwise reach the channel first and be rejected as having no
+    callback (on Celery's control channel, which does not acknowledge, that reject is an error:
+    a delivery worker died at its start)."""
+    return any(channel._pending for channel in (connection.channels or {}).values())
 
 
 def _holds_a_whole_frame(buffer) -> bool:

@@ -34,6 +34,19 @@ def _receives(transport) -> list[int]:
     return asked
 
 
+def _late_first_receive(transport, delay_s: float = 0.5) -> None:
+    """The next receive of a py-amqp transport happens `delay_s` late."""
+    receive, late = transport._quick_recv, [True]
+
+    def receive_late_once(size):
+        if late:
+            late.clear()
+            time.sleep(delay_s)
+        return receive(size)
+
+    transport._quick_recv = receive_late_once
+
+
 def test_messages_already_received_are_all_taken_in_one_read_of_the_event_loop(consumer_connection):
     """Fifty messages waiting on the socket: one drain_events call takes them all, in order,
     with a few receives of many frames each (py-amqp alone: one message a call, and three
@@ -87,3 +100,29 @@ def test_an_unknown_transport_is_left_as_it_is():
         transport = OtherTransport()
 
     assert not kick_reading.read_ahead(OtherConnection())
+
+
+def test_messages_right_behind_a_consumers_start_reach_that_consumer(consumer_connection):
+    """RabbitMQ sends a queue's waiting messages right behind the reply that starts their
+    consumer, often in the same receive. Read ahead inside that wait, they would be handed to
+    the channel before py-amqp has registered the consumer: rejected as having no callback
+    (and on a channel without acknowledgements, such as Celery's control channel, the reject
+    is an error that closed the worker's connection: a delivery worker died at its start)."""
+    _publish(20)
+    amqp_connection = consumer_connection.connection
+    _late_first_receive(amqp_connection.transport)  # a busy worker: the reply and the messages wait together
+    assert kick_reading.read_ahead(amqp_connection)
+    received = []
+    consumer = kombu.Consumer(consumer_connection.default_channel, [kombu.Queue(QUEUE, no_declare=True)],
+                              callbacks=[lambda body, message: (received.append(body["n"]), message.ack())])
+    consumer.qos(prefetch_count=100)
+
+    consumer.consume()  # waits for its reply; the messages follow it on the socket
+    deadline = time.monotonic() + 5
+    while len(received) < 20 and time.monotonic() < deadline:
+        try:
+            consumer_connection.drain_events(timeout=0.2)
+        except TimeoutError:
+            pass
+
+    assert received == list(range(20))
