@@ -294,3 +294,64 @@ def _read_http_request(conn: socket.socket) -> None:
         if not chunk:
             return
         remaining -= len(chunk)
+
+
+# --- a slow link ---------------------------------------------------------------------------
+
+
+class BatchingLink:
+    """A TCP forwarder on a loopback port to `target_port`, whose answers reach the client in
+    batches: what the server sends is held `hold_s` and handed over with whatever followed it
+    meanwhile, as a busy client or a congested network would read it. A reply and the
+    messages right behind it then arrive in one receive (client to server goes straight on)."""
+
+    def __init__(self, target_port: int, hold_s: float = 0.05):
+        self.target_port, self.hold_s = target_port, hold_s
+        self.listener = socket.create_server((LOOPBACK, 0))
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.listener.accept()
+                server = socket.create_connection((LOOPBACK, self.target_port))
+            except OSError:
+                return
+            self.connections += [client, server]
+            threading.Thread(target=_pipe, args=(client, server, 0), daemon=True).start()
+            threading.Thread(target=_pipe, args=(server, client, self.hold_s), daemon=True).start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        for sock in [self.listener, *self.connections]:
+            sock.close()
+
+
+def _pipe(source: socket.socket, sink: socket.socket, hold_s: float) -> None:
+    """Copy `source` to `sink`; with `hold_s`, each batch as one write after that pause."""
+    try:
+        while data := source.recv(65536):
+            if hold_s:
+                time.sleep(hold_s)
+                data += _what_has_arrived(source)
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, sink):
+            sock.close()
+
+
+def _what_has_arrived(sock: socket.socket) -> bytes:
+    arrived = b""
+    while True:
+        try:
+            chunk = sock.recv(65536, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return arrived
+        if not chunk:
+            return arrived
+        arrived += chunk

@@ -33,14 +33,13 @@ class DeliveryConsumerStart(bootsteps.StartStopStep):
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
     def start(self, c):
-        from omnium.delivery import kick_reading, kicks, queues  # the models: Django is set up once the worker starts
+        from omnium.delivery import kicks, queues  # the models: Django is set up once the worker starts
 
         if not queues.is_delivery_worker(c):
             return
         kicks.forget_all_on_their_way()
         if c.connection.transport.driver_type == "amqp":  # the Redis transport emulates QoS itself
             per_destination_prefetch(c)
-            kick_reading.read_ahead(c.connection.connection)
 
 
 def per_destination_prefetch(c) -> None:

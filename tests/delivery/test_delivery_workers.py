@@ -5,18 +5,20 @@ import threading
 import time
 from collections import Counter
 
+import kombu
 import pytest
 from celery import current_app
 from django.conf import settings
 from django.db import connection
 
 from devtools.broker import vhost_listing
+from devtools.loopback.hosts import BatchingLink
 from devtools.loopback.hosts import HoldingReceiver as SlowReceiver
 from devtools.waiting import wait_until
 from omnium.delivery.consumer_start import PREFETCH_PER_DESTINATION
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
-from omnium.delivery.queues import consumer_priority
+from omnium.delivery.queues import announce, consumer_priority
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture
@@ -147,6 +149,41 @@ def test_a_redis_restart_loses_no_owed_delivery(small_games, subscribe, clean_re
     finally:
         for process in started:
             process.stop()
+
+
+def test_kicks_and_broadcasts_arriving_as_a_delivery_worker_starts_all_reach_it(small_games, subscribe,
+                                                                                  clean_redis):
+    """The broker sends a queue's waiting messages right behind the reply that starts its
+    consumer; over a slow link both arrive in one receive. Each must reach its consumer: none
+    rejected for reaching the channel before the consumer was registered (a delivery worker
+    that read ahead past that reply once did so: its kicks were requeued out of order, and a
+    broadcast on the control channel, which takes no acknowledgement, closed its connection).
+    No beat runs, so a kick that never arrives is a destination never served."""
+    destinations = [subscribe(small_games, redis_destination_settings()) for _ in range(12)]  # owed
+    ids = [destination.pk for destination in destinations]
+    with kombu.Connection(settings.CELERY_BROKER_URL) as connection:
+        for destination_id in ids:
+            connection.default_channel.queue_purge(delivery_queue(destination_id))
+        kick_all(ids)
+        waiting = [connection.default_channel.queue_declare(delivery_queue(d), passive=True).message_count
+                   for d in ids]
+    assert waiting == [1] * len(ids), "one kick each"
+    broker = kombu.Connection(settings.CELERY_BROKER_URL)
+    link = BatchingLink(broker.port or 5672)
+    worker = child_processes.start_delivery_worker(
+        "delivery-late", CELERY_BROKER_URL=broker.clone(port=link.port).as_uri(include_password=True))
+    try:
+        for _ in range(40):  # broadcasts while it starts, as the sweeper's every 2 s
+            announce(ids)
+            time.sleep(0.05)
+        wait_until(lambda: all(delivered(d, calendar_seq(small_games)) for d in destinations), 20,
+                   message="every destination served by its waiting kick")
+    finally:
+        worker.stop()
+        link.stop()
+    log = worker.output_since_start()
+    assert "Rejecting message" not in log
+    assert "Connection to broker lost" not in log
 
 
 def test_one_worker_host_sends_to_32_destinations_in_parallel(small_games, subscribe, slow_receiver, pipeline):
