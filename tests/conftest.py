@@ -30,7 +30,14 @@ def pytest_configure(config):
     # Every admin test makes a user; PBKDF2's million rounds cost a quarter second each time.
     # No test is about password hashing, and the fast hasher checks a password the same way.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    _broker_of_this_run()
+    if _runs_tests(config):
+        _broker_of_this_run()
+
+
+def _runs_tests(config) -> bool:
+    """False in pytest-xdist's controller, which hands the tests to its workers and runs none:
+    it would empty the vhost of a run without xdist (a test run alone meanwhile lost its queues)."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
 
 
 def _broker_of_this_run():
