@@ -1,11 +1,14 @@
 """Invalidations: an API process learns that a kept file changed in Redis the moment it changes.
 
-Redis's server-assisted client-side caching (CLIENT TRACKING, broadcast mode, RESP3): one
-connection per API process asks Redis to push the name of every key under the pull cache's
-prefixes that changes: a Redis destination's write, the read path's own fill, an expiry, an
-eviction (a flush pushes "everything"). So a kept file that the process has confirmed with
-Redis since the connection came up is current until its key is named, and a hit asks Redis
-nothing (bench/pull.py: the per-request `HGET v` was the largest single cost of a 304).
+Redis's server-assisted client-side caching (CLIENT TRACKING, broadcast mode): one connection
+per API process asks Redis to send it the name of every key under the pull cache's prefixes
+that changes: a Redis destination's write, the read path's own fill, an expiry, an eviction (a
+flush sends "everything"). The connection redirects the invalidations to itself and subscribes
+to their channel, `__redis__:invalidate` (the RESP2 form of tracking), so they arrive as plain
+pub/sub messages that redis-py's public connection methods read: no push handler to replace.
+So a kept file that the process has confirmed with Redis since the connection came up is
+current until its key is named, and a hit asks Redis nothing (bench/pull.py: the per-request
+`HGET v` was the largest single cost of a 304).
 
 Trust lasts only while the channel provably works. When the connection drops (Redis restart,
 CLIENT KILL, a PING unanswered for SILENCE_LIMIT_S), nothing is trusted any more: the read
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 
 TRACKED_PREFIXES = (SHARED_PREFIX, PUBLIC_PREFIX)
 CLIENT_NAME = "omnium-pull-invalidations"
+INVALIDATION_CHANNEL = "__redis__:invalidate"  # where Redis sends a redirected client's invalidations
 RECONNECT_EVERY_S = 0.5  # until then each request costs one HGET, as before this channel existed
 PING_AFTER_SILENT_S = 1.0
 # A connection that went silent without closing (a cut network sends no RST) is trusted at
@@ -74,7 +78,7 @@ class Invalidations:
                     kept.current_in = NEVER_CONFIRMED
 
     def channel_up(self) -> None:
-        """Tracking is on: from now on every change is pushed to us."""
+        """Tracking is on: from now on every change is sent to us."""
         with self._lock:
             self._new_generation()
             self.listening_since = time.time()
@@ -110,7 +114,7 @@ class InvalidationListener(threading.Thread):
         self.invalidations = invalidations
         self.client_id: int | None = None  # this connection's CLIENT ID, for tests and operators
         self._pool = redis.ConnectionPool.from_url(
-            url, protocol=3, client_name=CLIENT_NAME, socket_connect_timeout=0.5, socket_timeout=1.0)
+            url, protocol=2, client_name=CLIENT_NAME, socket_connect_timeout=0.5, socket_timeout=1.0)
         self._stopping = threading.Event()
         self._connection = None
 
@@ -133,12 +137,10 @@ class InvalidationListener(threading.Thread):
     def _listen(self) -> None:
         connection = self._connection = self._pool.make_connection()
         connection.connect()
-        # Pushes come back to us as they are, instead of going to redis-py's handlers.
-        connection._parser.set_invalidation_push_handler(lambda push: push)
-        connection._parser.set_pubsub_push_handler(lambda push: push)
         self.client_id = self._call(connection, "CLIENT", "ID")
-        self._call(connection, "CLIENT", "TRACKING", "ON", "BCAST",
+        self._call(connection, "CLIENT", "TRACKING", "ON", "BCAST", "REDIRECT", self.client_id,
                    *(word for prefix in TRACKED_PREFIXES for word in ("PREFIX", prefix)))
+        self._call(connection, "SUBSCRIBE", INVALIDATION_CHANNEL)  # from here on, only messages and PONGs
         self.invalidations.channel_up()
         log.info("pull cache invalidations on (generation %s)", self.invalidations.generation)
         self._receive(connection)
@@ -147,7 +149,7 @@ class InvalidationListener(threading.Thread):
         last_heard = time.monotonic()
         while not self._stopping.is_set():
             if connection.can_read(timeout=PING_AFTER_SILENT_S):
-                self._handle(connection.read_response(push_request=True))
+                self._handle(connection.read_response())
                 last_heard = time.monotonic()
             elif time.monotonic() - last_heard > SILENCE_LIMIT_S:
                 raise redis.ConnectionError(f"no answer from Redis for {SILENCE_LIMIT_S} s")
@@ -155,12 +157,13 @@ class InvalidationListener(threading.Thread):
                 connection.send_command("PING")
 
     def _handle(self, message) -> None:
-        if not isinstance(message, list) or message[0] != b"invalidate":
-            return  # PONG
-        if message[1] is None:
+        """A message [b"message", channel, keys] (keys None: a flush), or a PONG."""
+        if message[0] != b"message":
+            return
+        if message[2] is None:
             self.invalidations.everything_changed()
         else:
-            self.invalidations.changed(message[1])
+            self.invalidations.changed(message[2])
 
     @staticmethod
     def _call(connection, *command):
