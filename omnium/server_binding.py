@@ -29,13 +29,16 @@ def server_binding_cursor(binary_results: bool = False):
     """A cursor like `connection.cursor()` (Django's connection and transaction, its
     health check, error translation, query logging and execute wrappers) that binds
     parameters on the server and, if asked, reads results in binary."""
-    # What BaseDatabaseWrapper._cursor() does, with our cursor in place of create_cursor().
+    # What Django's connection.cursor() does, with our cursor in place of create_cursor(), and
+    # through the connection's public methods only.
     connection.close_if_health_check_failed()
     connection.ensure_connection()
+    connection.validate_thread_sharing()
     with connection.wrap_database_errors:
         own = psycopg.Cursor(connection.connection)
     own.format = Format.BINARY if binary_results else Format.TEXT
-    with connection._prepare_cursor(own) as cursor:
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    with wrap(own) as cursor:
         yield cursor
 
 

@@ -91,9 +91,9 @@ class _DestinationSettingsForm(forms.ModelForm):
 
     def _forget_other_kinds(self, kind: str | None) -> None:
         """Fields of the kinds not chosen are hidden in the page: their errors are nobody's."""
-        for name in list(self._errors or {}):
+        for name in list(self.errors):
             if "__" in name and not name.startswith(f"{kind}__"):
-                del self._errors[name]
+                del self.errors[name]
 
     def _typed_config(self, kind: str, schema: dict) -> dict:
         config = {}
@@ -101,7 +101,7 @@ class _DestinationSettingsForm(forms.ModelForm):
             field = config_field_name(kind, name)
             value = self.cleaned_data.get(field)
             if value is None or value == "":
-                if setting.required and field not in self._errors:
+                if setting.required and field not in self.errors:
                     self.add_error(field, f"Required for {registry.TRANSPORTS[kind].label}.")
                 continue
             config[name] = value
@@ -127,16 +127,22 @@ class _DestinationSettingsForm(forms.ModelForm):
         except (TransportError, CredentialError) as exc:
             self.add_error(None, str(exc))
 
-    def _update_errors(self, errors):
-        # The model checks the JSON config too (one source of truth): a refused address goes
-        # beside the field that names the server, its other findings above the form.
-        if hasattr(errors, "error_dict") and "config" in errors.error_dict:
-            found = errors.error_dict.pop("config")
-            refused = [error for error in found if error.code == destination_addresses.REFUSED_ADDRESS]
-            errors.error_dict.setdefault(NON_FIELD_ERRORS, []).extend(e for e in found if e not in refused)
-            if refused:
-                errors.error_dict[self._address_field()] = refused
-        super()._update_errors(errors)
+    def full_clean(self):
+        super().full_clean()
+        self._refused_address_beside_its_field()
+
+    def _refused_address_beside_its_field(self) -> None:
+        """The model checks the JSON config too (one source of truth) and its findings go
+        above the form; a refused address goes beside the field that names the server."""
+        above = self.errors.get(NON_FIELD_ERRORS)
+        refused = [e for e in above.as_data() if e.code == destination_addresses.REFUSED_ADDRESS] if above else []
+        if not refused:
+            return
+        kept = [e for e in above.as_data() if e.code != destination_addresses.REFUSED_ADDRESS]
+        del self.errors[NON_FIELD_ERRORS]
+        if kept:
+            self.add_error(None, kept)
+        self.add_error(self._address_field(), refused)
 
     def _address_field(self) -> str:
         kind = self.instance.kind
@@ -148,7 +154,7 @@ class _DestinationSettingsForm(forms.ModelForm):
             destination.set_credentials(self.new_credentials)
         if commit:
             destination.save()
-            self._save_m2m()
+            self.save_m2m()  # set by ModelForm.save(commit=False)
         return destination
 
 

@@ -122,12 +122,11 @@ class Destination(models.Model):
             return
         problems = transport.validate_config(self.config or {})
         problems += _timeout_problems(self.config or {})
+        # Findings about the config as a whole, not one form field: the admin form shows them
+        # above its fields (a refused address beside the field that names the server).
         if problems:
-            raise ValidationError({"config": problems})
-        try:
-            destination_addresses.check(transport, self.config or {})
-        except ValidationError as refused:
-            raise ValidationError({"config": refused.error_list}) from None
+            raise ValidationError(problems)
+        destination_addresses.check(transport, self.config or {})
         if self.fenced and not self.fence_reason.strip():
             raise ValidationError({"fence_reason": "Say why the destination is fenced."})
         if not self.enabled and not self.disabled_reason.strip():

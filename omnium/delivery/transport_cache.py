@@ -45,5 +45,5 @@ def cut(destination_id: int) -> bool:
         cached = _cache.get(destination_id)
     if cached is None:
         return False
-    cached[1]._sockets.cut_all()
+    cached[1].cut()
     return True

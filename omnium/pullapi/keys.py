@@ -28,8 +28,8 @@ class TooManyFailedKeys(exceptions.Throttled):
 
 class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
-        meta = request._request.META
-        presented, in_query = _presented_key(meta, request._request)
+        meta = request.META
+        presented, in_query = _presented_key(meta, request)
         if presented is None:
             return None
         known = _known_key(presented)
@@ -83,12 +83,12 @@ def header_key(meta) -> str | None:
     return key.strip() if key else None
 
 
-def _presented_key(meta, django_request) -> tuple[str | None, bool]:
+def _presented_key(meta, request) -> tuple[str | None, bool]:
     key = header_key(meta)
     if key is not None:
         return key, False
     if meta.get("QUERY_STRING"):  # parse the query only when there is one
-        query = django_request.GET
+        query = request.query_params
         if QUERY_PARAMETER in query:
             return query[QUERY_PARAMETER], True
     return None, False

@@ -12,7 +12,7 @@ class PullNegotiation(BaseContentNegotiation):
         return parsers[0] if parsers else None
 
     def select_renderer(self, request, renderers, format_suffix=None):
-        if "text/html" in request._request.META.get("HTTP_ACCEPT", ""):
+        if "text/html" in request.META.get("HTTP_ACCEPT", ""):
             for renderer in renderers:
                 if renderer.media_type == "text/html":
                     return renderer, renderer.media_type

@@ -89,9 +89,9 @@ class PullView(APIView):
             served = path.read(address)
         except FileNotFound:
             raise UnknownFile() from None
-        if "text/html" in request._request.META.get("HTTP_ACCEPT", "") and not isinstance(request.user, PullClient):
+        if "text/html" in request.META.get("HTTP_ACCEPT", "") and not isinstance(request.user, PullClient):
             return Response(orjson.loads(served.file.plain))  # staff in a browser: the browsable API
-        return file_response(request._request.META, served, address.content_type,
+        return file_response(request.META, served, address.content_type,
                              keep_plain=lambda file: path.memory.put(address.redis_key, file))
 
 
@@ -136,7 +136,7 @@ class GetFeedsView(PullView):
 
     @schema.file_endpoint("Legacy: a feed file by client, feed type and series", *schema.LEGACY_QUERY)
     def get(self, request):
-        query = request._request.GET
+        query = request.query_params
         games, feedtype = query.get("seriesid", ""), query.get("feedtype", "")
         if not games or not feedtype:
             raise Malformed("Give both seriesid (the Games code) and feedtype.")

@@ -60,9 +60,16 @@ _SENTENCES = {
 
 def sentence(reason: Reason | str, *, seconds: float | None = None, status: int | None = None) -> str:
     """One plain sentence for a failure of this kind."""
-    template = _SENTENCES.get(Reason(reason) if reason in Reason._value2member_map_ else Reason.OTHER)
+    template = _SENTENCES.get(_known_reason(reason))
     return template.format(seconds=f"{seconds:g}" if seconds is not None else "a few",
                            status=_status_words(status))
+
+
+def _known_reason(reason: Reason | str) -> Reason:
+    try:
+        return Reason(reason)
+    except ValueError:
+        return Reason.OTHER
 
 
 def _status_words(status: int | None) -> str:
