@@ -1,7 +1,8 @@
 """Back-off per destination: quick retries with jitter, then every 5 minutes, forever.
 
-Only the failing destination waits; its retry is a countdown kick on its own queue, and the
-sweeper re-kicks it when `retry_at` passes if that kick was lost. The third failure in a row
+Only the failing destination waits. Its next try is due at `retry_at` in PostgreSQL, which
+the sweeper reads: it kicks the destination on its first round after that moment (no timer
+is held in a worker's memory, so none is lost with it). The third failure in a row
 opens one alert for the destination (a permanent-looking error opens it at once and goes
 straight to the slow pace); the next success resolves it.
 """
@@ -16,7 +17,6 @@ from django.utils import timezone
 from omnium.alerts.service import is_open, open_alert, resolve_alert
 from omnium.conf import omnium_setting
 from omnium.delivery import health
-from omnium.delivery.kicks import kick
 from omnium.delivery.models import SenderState
 
 FAST_BASE_S = 1.0
@@ -68,7 +68,6 @@ def failed(destination, error: str, retry_after: float | None = None, permanent:
     health.publish_status(destination.pk, status, errors=failures, backoff_s=delay)
     if failures == ALERT_AFTER_FAILURES or permanent:
         _open_failing_alert(destination, failures, error)
-    kick(destination.pk, countdown=delay)
     return delay
 
 

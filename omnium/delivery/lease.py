@@ -47,15 +47,6 @@ def renew(destination_id: int, token: uuid.UUID) -> bool:
         return cursor.rowcount == 1
 
 
-def seconds_left(destination_id: int) -> float:
-    """How long until the destination's current lease expires (0: none, or expired)."""
-    with server_binding_cursor() as cursor:
-        cursor.execute("SELECT GREATEST(0, EXTRACT(EPOCH FROM lease_until - clock_timestamp()))"
-                       " FROM delivery_senderstate WHERE destination_id = %s", [destination_id])
-        row = cursor.fetchone()
-    return float(row[0] or 0) if row else 0.0
-
-
 def release(destination_id: int, token: uuid.UUID) -> None:
     with server_binding_cursor() as cursor:  # prepared: after a drain that did not let go in its proof
         cursor.execute(

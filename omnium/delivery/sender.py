@@ -17,7 +17,6 @@ from enum import StrEnum
 
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
-from redis.exceptions import RedisError
 
 from omnium import claim_renewal
 from omnium.clients import file_names
@@ -29,7 +28,6 @@ from omnium.delivery.models import DeliveryState, DeliverySwitch
 from omnium.delivery.owed_files import OwedFile
 from omnium.delivery.transport_cache import transport_for
 from omnium.metrics.families import count_send, count_send_failure
-from omnium.redis_client import redis_client
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
 from omnium.transports.base import FeedFile, Receipt
@@ -60,9 +58,8 @@ def drain(destination_id: int) -> str:
     def acquire_and_drain() -> str:
         claimed_at = time.monotonic()
         taken = owed_files.take_lease(destination_id, _files_per_push(destination_id))
-        if taken is None:
-            kicks.arrived(destination_id)
-            _look_again_when_the_lease_ends(destination_id)
+        if taken is None:  # its holder looks again before it lets go; if it died, the sweeper
+            kicks.arrived(destination_id)  # kicks once the lease has expired
             return Outcome.BUSY
         return _drain_and_release(destination_id, taken, started, claimed_at)
 
@@ -114,19 +111,6 @@ def load_destinations(ids) -> int:
             _loaded[destination.pk] = ((destination.destination_xmin, destination.client_xmin), destination)
             found += 1
     return found
-
-
-def _look_again_when_the_lease_ends(destination_id: int) -> None:
-    """Another sender holds the lease. If it is alive it looks for new work before it lets go;
-    if it died, nobody will: a kick for the moment its lease expires (once per lease, not per
-    kick that finds it busy) hands the destination over within the claim TTL."""
-    left = lease.seconds_left(destination_id)
-    try:
-        first = redis_client().set(f"omnium:lease-watch:{destination_id}", 1, px=int(left * 1000) + 1, nx=True)
-    except RedisError:
-        return  # the sweeper re-kicks a destination whose lease expired
-    if first:
-        kick(destination_id, countdown=left + 0.1)
 
 
 @dataclass
