@@ -28,6 +28,11 @@ def stats_queue(lane: str) -> str:
 DELIVERY_CONTROL_QUEUE = "deliver.control"
 
 
+def is_delivery_worker(app) -> bool:
+    """A delivery worker is one told to consume the delivery control queue (-Q deliver.control)."""
+    return DELIVERY_CONTROL_QUEUE in app.amqp.queues.consume_from
+
+
 def delivery_queue(destination_id: int) -> str:
     return f"deliver.{destination_id}"
 
@@ -54,7 +59,6 @@ def delivery_queue_declaration(destination_id: int) -> Queue:
 
 # Tasks sent by name, so the modules that send them need not import the task modules
 # (which import them back).
-DRAIN_DESTINATION = "omnium.delivery.tasks.drain_destination"
 HANDLE_CHANGES = "omnium.feeds.tasks.handle_changes"
 BUILD_DUE = "omnium.feeds.tasks.build_due"
 RUN_STAT_JOB = "omnium.games.tasks.run_stat_job"

@@ -1,14 +1,15 @@
 """Kicks: hints that a destination has owed work. Safe to send any number of times.
 
-A kick is a `drain_destination` message on the destination's own queue, sent by task name
-(`routing.DRAIN_DESTINATION`), so every module that kicks (fan-out, back-off, the control
-actions, the sender itself) depends on this small module and not on the task module that
-imports them all. A lost kick costs only time: the sweeper re-kicks from PostgreSQL.
+A kick is a small message on the destination's own queue (`deliver.<id>`) whose body is the
+destination id as JSON, published through kombu's Producer; a delivery worker's consumer
+step takes it (delivery.kick_consumer). Every module that kicks (fan-out, the control actions,
+the sender itself) depends on this small module. A lost kick costs only time: the sweeper
+re-kicks from PostgreSQL.
 
 So kicks are transient messages (in durable queues): RabbitMQ keeps them in memory, and
 writes none of them to disk. A broker restart loses the waiting ones, and the sweeper
-re-kicks their destinations once their marks below expire (at once after a delivery worker
-reconnects: see delivery.consumer_start).
+re-kicks their destinations once their marks below are forgotten (at once after a delivery
+worker reconnects: see delivery.kick_consumer).
 
 Each kick leaves a mark in Redis, "a kick is on its way", which the destination's next drain
 clears as it starts. The sweeper re-kicks only destinations without one: while a fan-out to
@@ -21,11 +22,10 @@ import functools
 import logging
 
 from celery import current_app
-from kombu.utils.uuid import uuid
 from redis.exceptions import RedisError
 
 from omnium.redis_client import redis_client
-from omnium.routing import DRAIN_DESTINATION, delivery_queue, delivery_queue_declaration, destination_of
+from omnium.routing import delivery_queue, delivery_queue_declaration, destination_of
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +47,9 @@ def on_its_way_key(destination_id: int) -> str:
     return f"omnium:kick-on-its-way:{destination_id}"
 
 
-def kick(destination_id: int, countdown: float = 0) -> None:
-    """Hint the destination's sender that it has owed work (after `countdown` seconds)."""
-    if not countdown:
-        kick_all([destination_id])
-        return
-    try:  # a Celery message with an ETA, which the delivery worker holds until it is due
-        current_app.send_task(DRAIN_DESTINATION, args=[destination_id], queue=delivery_queue_declaration(destination_id),
-                              countdown=countdown, delivery_mode=TRANSIENT)
-    except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
-        log.warning("could not kick destination %s", destination_id, exc_info=True)
-    # No mark: a kick not due yet leaves the destination to the sweeper's rules.
+def kick(destination_id: int) -> None:
+    """Hint the destination's sender that it has owed work."""
+    kick_all([destination_id])
 
 
 def kick_all(destination_ids) -> None:
@@ -97,24 +89,9 @@ def _kick_through_one_connection(ids: list[int]) -> None:
             _publish(producer, ids)
 
 
-# A kick is a Celery task message (protocol 2) made here, not by Celery's send_task: only
-# the headers the protocol requires, and a body written from a template. Celery's message
-# (argsrepr through saferepr, nineteen headers, a retry wrapper around each publish) was
-# half of what a build worker spent on 5,000 kicks, and every delivery worker parsed the
-# nineteen headers again for each one.
-DRAIN_BODY_HEAD, DRAIN_BODY_TAIL = b"[[", b'], {}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]'
-DRAIN_BODY = DRAIN_BODY_HEAD + b"%d" + DRAIN_BODY_TAIL
-
-
-def destination_of_kick_body(body: bytes | str) -> int | None:
-    """The destination id of a body made from DRAIN_BODY; None for any other body. (A delivery
-    worker reads every kick this way: json.loads was a quarter of its consumer thread's time.)"""
-    if isinstance(body, str):
-        body = body.encode()
-    if not (body.startswith(DRAIN_BODY_HEAD) and body.endswith(DRAIN_BODY_TAIL)):
-        return None
-    digits = body[len(DRAIN_BODY_HEAD):-len(DRAIN_BODY_TAIL)]
-    return int(digits) if digits.isdigit() else None
+def destination_of_kick(body) -> int | None:
+    """The destination id a kick's decoded body names; None for any other message."""
+    return body if type(body) is int and body > 0 else None
 
 
 def _publish(producer, destination_ids, mandatory: bool = False) -> None:
@@ -122,12 +99,8 @@ def _publish(producer, destination_ids, mandatory: bool = False) -> None:
     the queue of the same name)."""
     with producer.batch():
         for destination_id in destination_ids:
-            task_id = uuid()
-            producer.publish(DRAIN_BODY % destination_id, exchange="", routing_key=delivery_queue(destination_id),
-                             content_type="application/json", content_encoding="utf-8",
-                             headers={"lang": "py", "task": DRAIN_DESTINATION, "id": task_id, "root_id": task_id,
-                                      "parent_id": None, "group": None},
-                             correlation_id=task_id, delivery_mode=TRANSIENT, mandatory=mandatory)
+            producer.publish(destination_id, exchange="", routing_key=delivery_queue(destination_id),
+                             serializer="json", delivery_mode=TRANSIENT, mandatory=mandatory)
 
 
 def _publish_where_queues_exist(producer, destination_ids) -> list[int]:
@@ -211,7 +184,7 @@ def _set_marks_script(client):
 
 
 def forget_all_on_their_way() -> None:
-    """Every mark, as when the broker may have lost the kicks (see delivery.consumer_start)."""
+    """Every mark, as when the broker may have lost the kicks (see delivery.kick_consumer)."""
     try:
         client = redis_client()
         keys = list(client.scan_iter(match=on_its_way_key("*"), count=1000))

@@ -76,8 +76,8 @@ RETURNING id, subscription_id, doc_key)"""
 WITHOUT_WAITING = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS without_waiting_for_the_disk"
 
 
-# The delivery worker's node name, for the drains its strategy runs outside a Celery task
-# (delivery.drain_strategy); "" in a process that is not a delivery worker.
+# The delivery worker's node name, for the drains its consumer step hands to the pool
+# (delivery.kick_consumer); "" in a process that is not a delivery worker.
 _delivery_worker = ""
 
 

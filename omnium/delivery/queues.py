@@ -1,16 +1,17 @@
-"""Per-destination queues: which exist, and making delivery workers consume exactly those.
+"""Per-destination queues: which exist, how each worker declares its claim on them, and
+telling the delivery workers to consume exactly those.
 
-A delivery worker is any worker that consumes DELIVERY_CONTROL_QUEUE. At start it consumes
-every destination's queue (read from the database, see `worker_threads`); when a destination
-is created, a broadcast tells running delivery workers to add its queue (no restart); and
-every sweep broadcasts the whole list, so a worker that missed a broadcast catches up within
-seconds and stops consuming the queues of deleted destinations (which then expire).
+A delivery worker consumes every destination's queue (delivery.kick_consumer, from the
+database as it starts); when a destination is created, a broadcast tells running delivery
+workers to add its queue (no restart); and every sweep broadcasts the whole list, so a worker
+that missed a broadcast catches up within seconds and stops consuming the queues of deleted
+destinations (which then expire).
 
 Every delivery worker consumes every destination's queue, each with a priority of its own
 (RabbitMQ's consumer priorities): a hash of the worker's name and the destination, so each
 destination has a first choice among the running workers, spread evenly (rendezvous hashing).
-RabbitMQ gives a queue's message to its highest-priority consumer that has room (see
-consumer_start: a few messages per queue), and to the next one when that one is full or gone.
+RabbitMQ gives a queue's message to its highest-priority consumer that has room (a few
+messages per queue, see kick_consumer), and to the next one when that one is full or gone.
 Without priorities a worker that started first was first in every queue's turn: a fan-out to
 2,000 destinations gave one of two workers 90% of the sends, the other sitting idle.
 """
@@ -19,46 +20,20 @@ import logging
 import zlib
 
 from celery import current_app
-from celery.worker.control import control_command
+from celery.worker.control import control_command, inspect_command
 from django.db import transaction
 from django.db.models.signals import post_save
 
 from omnium.clients.models import Destination
-from omnium.routing import DELIVERY_CONTROL_QUEUE, delivery_queue, delivery_queue_declaration, destination_of
+from omnium.routing import delivery_queue_declaration, is_delivery_worker
 
 log = logging.getLogger(__name__)
+
+PRIORITIES = 10
 
 
 def destination_ids() -> list[int]:
     return list(Destination.objects.order_by("pk").values_list("pk", flat=True))
-
-
-def is_delivery_worker(consumer) -> bool:
-    """By the queues it is set to consume (it may not have started consuming yet)."""
-    task_consumer = consumer.task_consumer
-    return task_consumer is not None and any(queue.name == DELIVERY_CONTROL_QUEUE for queue in task_consumer.queues)
-
-
-def consumed_destinations(consumer) -> set[int]:
-    """The destinations whose queues this worker consumes (none while it starts or stops)."""
-    if consumer.task_consumer is None:
-        return set()
-    found = (destination_of(queue.name) for queue in consumer.task_consumer.queues)
-    return {destination_id for destination_id in found if destination_id is not None}
-
-
-def consume(consumer, ids) -> int:
-    """Add the queues of these destinations that this worker does not consume yet."""
-    # One set of the queues consumed, not consuming_from() per queue: that scans every queue,
-    # and the sweeper announces every destination's queue every few seconds.
-    missing = sorted(set(ids) - consumed_destinations(consumer))
-    if missing:
-        _consume_all(consumer, [_with_priority(delivery_queue_declaration(destination_id), consumer.hostname)
-                                for destination_id in missing])
-    return len(missing)
-
-
-PRIORITIES = 10
 
 
 def consumer_priority(worker: str, destination_id: int) -> int:
@@ -66,38 +41,11 @@ def consumer_priority(worker: str, destination_id: int) -> int:
     return zlib.crc32(f"{worker}/{destination_id}".encode()) % PRIORITIES
 
 
-def _with_priority(queue, worker: str):
-    queue.consumer_arguments = {"x-priority": consumer_priority(worker, destination_of(queue.name))}
+def declaration_for(worker: str, destination_id: int):
+    """The destination's queue as this worker consumes it: with its priority."""
+    queue = delivery_queue_declaration(destination_id)
+    queue.consumer_arguments = {"x-priority": consumer_priority(worker, destination_id)}
     return queue
-
-
-def _consume_all(consumer, declarations) -> None:
-    """Declare these queues and consume them all at once.
-
-    Celery's add_task_queue, once per queue, waits for three declarations' answers and then
-    restarts consuming by walking every queue added so far: 1,000 queues took a worker 3.9 s
-    to start, the second 500 slower than the first. Here the declarations are sent without
-    waiting (the one consume that follows waits for its own answer, so an error surfaces
-    there), and the walk is made once."""
-    task_consumer = consumer.task_consumer
-    queues = [consumer.app.amqp.queues.select_add(declaration) for declaration in declarations]
-    for queue in queues:
-        queue(task_consumer.channel).declare(nowait=True)
-    declares, task_consumer.auto_declare = task_consumer.auto_declare, False
-    try:
-        for queue in queues:
-            task_consumer.add_queue(queue)
-    finally:
-        task_consumer.auto_declare = declares
-    task_consumer.consume()
-
-
-def consume_exactly(consumer, ids) -> tuple[int, int]:
-    """Consume these destinations' queues and no other destination's; (added, dropped)."""
-    extra = consumed_destinations(consumer) - set(ids)
-    for destination_id in sorted(extra):
-        consumer.cancel_task_queue(delivery_queue(destination_id))
-    return consume(consumer, ids), len(extra)
 
 
 @control_command(args=[("destinations", list), ("complete", bool)], signature="<destinations> [complete]")
@@ -105,10 +53,24 @@ def omnium_consume_queues(state, destinations=(), complete=False):
     """Broadcast: delivery workers consume these destinations' queues (and, when the list is
     `complete`, stop consuming every other destination's)."""
     consumer = state.consumer
-    if not is_delivery_worker(consumer):
+    if not is_delivery_worker(consumer.app):
         return {"ok": "not a delivery worker"}
-    consumer.call_soon(consume_exactly if complete else consume, consumer, list(destinations))
+    kicks = consumer.delivery_kicks
+    # After this command's own message is handled: consuming waits for the broker's answer.
+    consumer.call_soon(kicks.consume_exactly if complete else kicks.consume, list(destinations))
     return {"ok": "delivery worker"}
+
+
+@inspect_command()
+def active_queues(state):
+    """The queues a worker consumes: Celery's task queues and, in a delivery worker, every
+    destination's queue. Flower's broker view lists (with depth and consumers) the queues the
+    workers report here; this takes the place of Celery's own command of the same name, which
+    knows only the task consumer's queues."""
+    consumer = state.consumer
+    task_queues = consumer.task_consumer.queues if consumer.task_consumer else []
+    kick_queues = consumer.delivery_kicks.consumer.queues if consumer.delivery_kicks.consumer else []
+    return [dict(queue.as_dict(recurse=True)) for queue in [*task_queues, *kick_queues]]
 
 
 def announce(ids: list[int], complete: bool = False) -> None:

@@ -1,4 +1,5 @@
-"""Celery tasks of delivery. drain_destination runs on the destination's own queue."""
+"""Celery tasks of delivery: the sweeper and the pruning (beat). Drains are not tasks: a
+delivery worker's consumer step takes each destination's kicks (delivery.kick_consumer)."""
 
 from datetime import timedelta
 
@@ -7,18 +8,10 @@ from django.db import connection
 from django.utils import timezone
 
 from omnium.conf import omnium_setting
-from omnium.delivery import behind_alert, health, queues, sender
+from omnium.delivery import behind_alert, health, queues
 from omnium.delivery.kicks import forget_marks, kick_all, without_a_kick_on_its_way
 from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt
 from omnium.transports.base import TIMEOUT_SETTINGS
-
-
-@shared_task(Strategy="omnium.delivery.drain_strategy:drain_strategy")
-def drain_destination(destination_id: int) -> str:
-    """Drain this destination; returns how its drain ended. (In a delivery worker a kick
-    without a countdown skips the task machinery: see drain_strategy.)"""
-    return sender.drain(destination_id)
-
 
 NEEDS_A_KICK = """
 SELECT DISTINCT ds.destination_id FROM delivery_state ds

@@ -1,7 +1,7 @@
 """A delivery worker's start: its destination queues, and two background threads.
 
-At start the worker consumes every destination's queue, and loads every destination (in a
-thread of its own, see sender.load_destinations). Then three threads run beside the tasks: its
+At start the worker consumes every destination's queue (delivery.kick_consumer), and loads
+every destination (in a thread of its own, see sender.load_destinations). Then three threads run beside the tasks: its
 heartbeat, the control listener, and the publisher of the sends' statuses (see health).
 
 The heartbeat says "this worker is alive and serves these destinations" every few seconds;
@@ -15,14 +15,14 @@ import logging
 import threading
 import time
 
-from celery.signals import celeryd_after_setup, worker_ready
+from celery.signals import worker_ready
 from django.db import connections
 from redis.exceptions import RedisError
 
-from omnium.delivery import health, heartbeats, queues, sender, transport_cache
+from omnium.delivery import health, heartbeats, sender, transport_cache
 from omnium.delivery.control import CONTROL_CHANNEL
 from omnium.redis_client import redis_client
-from omnium.routing import DELIVERY_CONTROL_QUEUE
+from omnium.routing import is_delivery_worker
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def _heartbeat_loop(consumer, hostname: str) -> None:
     heartbeat = heartbeats.WorkerHeartbeat(hostname)
     while True:
         try:
-            health.beat(heartbeat, frozenset(queues.consumed_destinations(consumer)))
+            health.beat(heartbeat, frozenset(consumer.delivery_kicks.consumed_destinations()))
         except Exception:  # a heartbeat must never kill the worker
             log.warning("heartbeat failed", exc_info=True)
         time.sleep(heartbeats.interval_s())
@@ -54,26 +54,10 @@ def _obey(command: dict) -> None:
         log.info("paused destination %s: send in progress cut", command["destination"])
 
 
-# Celery logs two lines per task at INFO, received and succeeded: hundreds a second in a
-# delivery worker's fan-out, and making those records was a sixth of its Python time. The
-# proofs and attempts in PostgreSQL say what was sent; failures are still logged.
-PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
-
-
-@celeryd_after_setup.connect  # before the consumer starts: Celery reads the levels once then
-def _no_line_per_drain(sender, instance, **kwargs):
-    if DELIVERY_CONTROL_QUEUE in instance.app.amqp.queues.consume_from:
-        for name in PER_TASK_LOGGERS:
-            logging.getLogger(name).setLevel(logging.WARNING)
-
-
-@worker_ready.connect
+@worker_ready.connect  # after the consumer's steps started: the kick consumer has its queues
 def _start_delivery_worker(sender, **kwargs):
-    if queues.is_delivery_worker(sender):
-        ids = queues.destination_ids()
-        added = queues.consume(sender, ids)
-        log.info("delivery worker: consuming %d destination queues", added)
-        start(sender, ids)
+    if is_delivery_worker(sender.app):
+        start(sender, sorted(sender.delivery_kicks.consumed_destinations()))
 
 
 def _load_destinations(ids) -> None:

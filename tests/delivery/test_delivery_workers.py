@@ -15,7 +15,7 @@ from devtools.broker import vhost_listing
 from devtools.loopback.hosts import BatchingLink
 from devtools.loopback.hosts import HoldingReceiver as SlowReceiver
 from devtools.waiting import wait_until
-from omnium.delivery.consumer_start import PREFETCH_PER_DESTINATION
+from omnium.delivery.kick_consumer import PREFETCH_PER_DESTINATION
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.delivery.queues import announce, consumer_priority
@@ -80,10 +80,11 @@ def test_a_hanging_destination_slows_nobody_else(small_games, subscribe, pipelin
     assert DeliveryAttempt.objects.filter(destination=hanging, ok=None).exists(), "the hanging send is still stuck"
 
 
-def test_a_delivery_worker_takes_kicks_past_the_task_machinery_and_acknowledges_each_after_its_drain(
+def test_a_delivery_worker_drains_in_its_pool_and_acknowledges_each_kick_after_its_drain(
         small_games, subscribe, slow_receiver, pipeline):
-    """drain_strategy: the drain runs in the worker's thread pool, the attempt names the worker,
-    and a kick stays unacknowledged while its drain runs (a worker that dies returns it)."""
+    """kick_consumer: the drain runs in the worker's thread pool, the attempt names the worker,
+    a kick stays unacknowledged while its drain runs (a worker that dies returns it), and the
+    destination's queue is among those the worker reports (Flower's broker view lists them)."""
     slow_receiver.hold_s = 7.0  # RabbitMQ's management API refreshes its counts every 5 s
     destination = subscribe(small_games, webhook_settings(slow_receiver.url("strategy"), send_timeout=15))
     wait_until(lambda: slow_receiver.received, 10, message="a send in progress")
@@ -99,9 +100,8 @@ def test_a_delivery_worker_takes_kicks_past_the_task_machinery_and_acknowledges_
     worker = f"delivery@{socket.gethostname()}"
     workers = set(DeliveryAttempt.objects.filter(destination=destination).values_list("worker", flat=True))
     assert workers == {worker}
-    stats = current_app.control.inspect(destination=[worker], timeout=5).stats()
-    assert "omnium.delivery.tasks.drain_destination" not in stats[worker]["total"], \
-        "a kick without a countdown went through Celery's request and tracer"
+    reported = current_app.control.inspect(destination=[worker], timeout=5).active_queues()[worker]
+    assert {"deliver.control", queue_name} <= {queue["name"] for queue in reported}
 
 
 def test_two_worker_processes_never_send_for_one_destination_at_once(small_games, subscribe, slow_receiver,

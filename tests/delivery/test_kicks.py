@@ -18,15 +18,15 @@ from tests.delivery.fixtures import webhook_settings
 
 
 def _drain_messages(destination_id, delivery_modes=None) -> list:
-    """The drain tasks waiting on a destination's queue, as (task name, args), taken off it;
-    each one's AMQP delivery mode is appended to `delivery_modes`."""
+    """The kicks waiting on a destination's queue, as the destination ids they name, taken off
+    it; each one's AMQP delivery mode is appended to `delivery_modes`."""
     found = []
     with current_app.connection_for_read() as connection:
         waiting = connection.SimpleQueue(delivery_queue_declaration(destination_id))
         try:
             while True:
                 message = waiting.get(timeout=0.5)
-                found.append((message.headers["task"], message.decode()[0]))
+                found.append(kicks.destination_of_kick(message.decode()))
                 if delivery_modes is not None:
                     delivery_modes.append(message.properties["delivery_mode"])
                 message.ack()
@@ -36,13 +36,13 @@ def _drain_messages(destination_id, delivery_modes=None) -> list:
             waiting.close()
 
 
-def test_kicking_many_destinations_puts_one_drain_task_on_each_ones_queue():
+def test_kicking_many_destinations_puts_one_kick_naming_it_on_each_ones_queue():
     destinations = [9_000_007, 9_000_008, 9_000_009]  # no real destination has these
 
     kick_all(destinations)
 
     for destination_id in destinations:
-        assert _drain_messages(destination_id) == [("omnium.delivery.tasks.drain_destination", [destination_id])]
+        assert _drain_messages(destination_id) == [destination_id]
 
 
 def test_kicks_are_transient_messages_the_broker_keeps_in_memory_only():
@@ -135,8 +135,8 @@ def test_a_kick_finds_its_queue_whether_or_not_the_queue_existed_before():
 
     kick_all([existing, new, existing])
 
-    assert _drain_messages(existing) == [("omnium.delivery.tasks.drain_destination", [existing])] * 2
-    assert _drain_messages(new) == [("omnium.delivery.tasks.drain_destination", [new])]
+    assert _drain_messages(existing) == [existing] * 2
+    assert _drain_messages(new) == [new]
 
 
 def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
@@ -148,8 +148,8 @@ def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
 
     kick_all([9_000_031, 9_000_032])
 
-    assert _drain_messages(9_000_031) == [("omnium.delivery.tasks.drain_destination", [9_000_031])]
-    assert _drain_messages(9_000_032) == [("omnium.delivery.tasks.drain_destination", [9_000_032])]
+    assert _drain_messages(9_000_031) == [9_000_031]
+    assert _drain_messages(9_000_032) == [9_000_032]
 
 
 def test_kicks_are_marked_on_their_way_before_they_are_published(clean_redis, monkeypatch):
@@ -166,7 +166,7 @@ def test_kicks_are_marked_on_their_way_before_they_are_published(clean_redis, mo
     kick_all(destinations)
 
     assert marked_when_published and all(marked_when_published)  # (twice each when their queues are new)
-    assert [_drain_messages(d) for d in destinations] == [[("omnium.delivery.tasks.drain_destination", [d])]
+    assert [_drain_messages(d) for d in destinations] == [[d]
                                                           for d in destinations]
 
 
@@ -183,36 +183,7 @@ def test_kicks_the_broker_did_not_take_leave_no_mark(clean_redis, monkeypatch):
     assert not redis_client().exists(kicks.on_its_way_key(9_000_061), kicks.on_its_way_key(9_000_062))
 
 
-def test_only_a_plain_kick_takes_the_delivery_workers_short_way():
-    """drain_strategy decodes kicks as kicks are made; any other drain message (keyword
-    arguments, a countdown) goes to Celery's own strategy instead of stopping the consumer."""
-    from omnium.delivery.drain_strategy import _plain_kick
-
-    destination_id = 9_000_041
-    kick_all([destination_id])
-    current_app.send_task("omnium.delivery.tasks.drain_destination", kwargs={"destination_id": destination_id},
-                          queue=delivery_queue_declaration(destination_id))
-    kick(destination_id, countdown=60)
-    found = []
-    with current_app.connection_for_read() as connection:
-        waiting = connection.SimpleQueue(delivery_queue_declaration(destination_id))
-        try:
-            for _ in range(3):
-                message = waiting.get(timeout=2)
-                found.append(_plain_kick(message))
-                message.ack()
-        finally:
-            waiting.close()
-
-    assert found == [destination_id, None, None]
-
-
-def test_a_kick_body_is_read_only_when_it_is_exactly_the_template():
-    from omnium.delivery.kicks import DRAIN_BODY, destination_of_kick_body
-
-    assert destination_of_kick_body(DRAIN_BODY % 4_321) == 4_321
-    assert destination_of_kick_body((DRAIN_BODY % 4_321).decode()) == 4_321  # a transport that hands over text
-    head, tail = (DRAIN_BODY % 0).split(b"0")  # [[0], {}, {...}]
-    for other in (head + b"1, 2" + tail, head + b"-1" + tail, head + tail, head + b'"1"' + tail, b"[[1], {}, {}]",
-                  b'[[], {"destination_id": 1}, {}]', b"", head + b"1" + tail + b" "):
-        assert destination_of_kick_body(other) is None, other
+def test_only_a_positive_whole_number_is_read_as_a_kick():
+    assert kicks.destination_of_kick(4_321) == 4_321
+    for other in (0, -1, 1.0, True, "1", [1], [[1], {}, {}], {"destination_id": 1}, None):
+        assert kicks.destination_of_kick(other) is None, other
