@@ -3,8 +3,10 @@
 import threading
 import time
 
+import kombu
 import psycopg
 import pytest
+from django.conf import settings
 from django.db import connection, transaction
 
 from devtools.waiting import wait_until
@@ -12,6 +14,7 @@ from omnium.feeds import changes
 from omnium.feeds.models import FeedDocument, FeedVersion, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture, OutboxEntry
+from omnium.routing import LIVE, build_queue
 from tests import child_processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import webhook_settings
@@ -125,14 +128,24 @@ def test_handling_an_outbox_row_twice_changes_nothing(small_games):
     assert list(PendingBuild.objects.values_list("doc_key", "generation", "due_at")) == pending
 
 
+HINTS = build_queue(LIVE)
+
+
 @pytest.mark.worker
-def test_flushing_redis_between_commit_and_build_loses_nothing(small_games, clean_redis):
+def test_losing_the_hints_between_commit_and_build_loses_nothing(small_games, clean_redis):
+    """The hint (handle_changes, on build.live) waits in RabbitMQ and the wake-ups' marks in
+    Redis: both are lost (the queue purged, as a broker restart loses it, and Redis flushed).
+    The sweeper builds the change from PostgreSQL."""
     fixture = Fixture.objects.filter(games=small_games).first()
     doc_key = f"{small_games.code}/calendar"
     seq_before = FeedDocument.objects.get(doc_key=doc_key).seq
 
     workflow.record_score(fixture.pk, {fixture.competitors.first().entry_id: 7})  # hint sent, nobody listening
-    clean_redis.flushdb()  # the hint and every wake-up are gone
+    with kombu.Connection(settings.CELERY_BROKER_URL) as broker:
+        channel = broker.default_channel
+        wait_until(lambda: channel.queue_declare(HINTS, passive=True).message_count > 0, 5, message="the hint queued")
+        channel.queue_purge(HINTS)  # the hint is gone
+    clean_redis.flushdb()  # and every wake-up's mark
     worker = child_processes.start_worker(ALL_QUEUES, "after-flush")
     beat = child_processes.start_beat("beat-after-flush", OMNIUM_SWEEP_INTERVAL_S=0.5)
     try:
