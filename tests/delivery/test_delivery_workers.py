@@ -22,7 +22,7 @@ from omnium.delivery.queues import announce, consumer_priority
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture
-from omnium.routing import delivery_queue, destination_of
+from omnium.routing import delivery_queue, delivery_queue_declaration, destination_of
 from tests import child_processes
 from tests.conftest import ALL_QUEUES
 from tests.delivery.fixtures import redis_destination_settings, webhook_settings
@@ -146,6 +146,7 @@ def test_a_lost_kick_is_made_up_for_by_the_sweeper_and_only_by_it(small_games, s
     destination = subscribe(small_games, redis_destination_settings())  # owed, kicked; nobody listening
     with kombu.Connection(settings.CELERY_BROKER_URL) as connection:
         channel, queue = connection.default_channel, delivery_queue(destination.pk)
+        delivery_queue_declaration(destination.pk)(channel).declare()  # it may not exist yet: the kick declares it
         wait_until(lambda: channel.queue_declare(queue, passive=True).message_count == 1, 5, message="the kick queued")
         channel.queue_purge(queue)  # the kick, gone
     clean_redis.flushdb()
