@@ -19,6 +19,8 @@ from omnium.routing import DELIVERY_CONTROL_QUEUE
 
 ROOT = Path(__file__).resolve().parent.parent
 CELERY = [sys.executable, "-m", "celery", "-A", "omnium"]
+# A worker counts into files that /metrics reads (omnium/metrics/process_files.py).
+COUNTED_WORKER = [sys.executable, "-m", "omnium.metrics.launch", "worker", *CELERY, "worker"]
 LOOPBACK = "127.0.0.1"
 
 
@@ -113,7 +115,7 @@ def start_worker(queues: list[str], name: str, concurrency: int = 2, env=None, l
                  pool: str = "prefork", launcher: tuple[str, ...] = (), timeout: float = 30.0) -> ManagedProcess:
     """`launcher`: a command that runs the worker, e.g. `ip netns exec <namespace>`."""
     process = ManagedProcess(
-        [*launcher, *CELERY, "worker", "-Q", ",".join(queues), "-c", str(concurrency), "-n", f"{name}@%h",
+        [*launcher, *COUNTED_WORKER, "-Q", ",".join(queues), "-c", str(concurrency), "-n", f"{name}@%h",
          "-P", pool, "--without-gossip", "--without-mingle", "-l", "INFO"],
         name, env, log_dir,
     )

@@ -38,9 +38,10 @@ def _freeze_startup_objects(**kwargs):
 
 
 @celeryd_init.connect  # the worker's first process, before it runs a task or forks
-def _count_into_this_workers_metric_files(**kwargs):
-    """A worker's counts (sends, failures, builds) go to files that /metrics reads."""
-    process_files.use_group_directory("worker")
+def _say_if_this_workers_counts_are_invisible(**kwargs):
+    """A worker's counts (sends, failures, builds) reach /metrics only through the files its
+    launcher chose (omnium/metrics/launch.py)."""
+    process_files.warn_unless_counted("this worker")
 
 
 @celeryd_init.connect

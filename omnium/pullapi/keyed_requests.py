@@ -1,16 +1,12 @@
-"""The WSGI application of an API process: a pull request that brings its key in a header
-skips the middleware only browser sessions need.
+"""The WSGI application of an API process: Django's, with the commonest keyed request of all
+answered before it.
 
-Sessions, CSRF, the session's user and messages serve the admin and the staff's browsable
-API. A request to a file endpoint with a key in its `Authorization: Bearer` or `X-Api-Key`
-header is answered on the key alone (ApiKeyAuthentication accepts or refuses it before any
-session is looked at), so for it those four layers were only cost: with them, a 304 took a
-fifth more of the request thread's time (bench/pull.py on this machine: 5,700 -> 7,100 304s a
-second without them). The pull request counter, the security headers and CommonMiddleware
-still run. Every other request (the admin, staff sessions, /metrics, the schema and docs, a
-legacy key in the query string) goes through the whole chain. Before either, the commonest
-keyed request of all, a feed file this process holds and knows current, is answered without
-Django's handler (memory_hits.py).
+A feed file this process holds and knows current, asked for with a key in the
+`Authorization: Bearer` or `X-Api-Key` header, is answered without Django's handler
+(memory_hits.py), and without the layers only browser sessions need (sessions, CSRF, the
+session's user, messages): ApiKeyAuthentication accepts or refuses such a request on the key
+alone. Every other request, keyed ones that miss memory included, goes through Django's whole
+middleware chain.
 
 The start-up heap (Django, the apps, the URLconf and every view it imports) is then frozen
 out of the garbage collector: a full collection walked it all, about 60 ms during which the
@@ -37,21 +33,8 @@ BROWSER_SESSION_MIDDLEWARE = frozenset({
 
 
 def keyed_middleware() -> list[str]:
+    """The middleware a keyed file request needs: what memory hits replay."""
     return [name for name in settings.MIDDLEWARE if name not in BROWSER_SESSION_MIDDLEWARE]
-
-
-class KeyedPullHandler(WSGIHandler):
-    """Django's WSGI handler with MIDDLEWARE minus BROWSER_SESSION_MIDDLEWARE."""
-
-    def load_middleware(self, is_async=False):
-        # Django builds the chain from settings.MIDDLEWARE and takes no list of its own; the
-        # setting is narrowed only while this handler is made, at start-up, before any request.
-        whole = settings.MIDDLEWARE
-        settings.MIDDLEWARE = keyed_middleware()
-        try:
-            super().load_middleware(is_async)
-        finally:
-            settings.MIDDLEWARE = whole
 
 
 def is_keyed_pull_request(environ) -> bool:
@@ -60,20 +43,15 @@ def is_keyed_pull_request(environ) -> bool:
 
 class ApiApplication:
     def __init__(self):
-        self.whole = WSGIHandler()
-        self.keyed = KeyedPullHandler()
+        self.django = WSGIHandler()
         self.memory_hits = MemoryHits(keyed_middleware())
 
-    def handler_for(self, environ) -> WSGIHandler:
-        return self.keyed if is_keyed_pull_request(environ) else self.whole
-
     def __call__(self, environ, start_response):
-        handler = self.handler_for(environ)
-        if handler is self.keyed:
+        if is_keyed_pull_request(environ):
             answer = self.memory_hits.answer(environ, start_response)
             if answer is not None:
                 return answer
-        return handler(environ, start_response)
+        return self.django(environ, start_response)
 
 
 def api_application() -> ApiApplication:

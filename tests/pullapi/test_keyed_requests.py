@@ -1,5 +1,5 @@
-"""The API process's WSGI application: keyed file requests skip the browser-session middleware,
-everything else takes the whole chain, and both answer as the API promises."""
+"""The API process's WSGI application: keyed file requests it holds in memory are answered
+before Django, everything else by Django's whole chain, and both answer as the API promises."""
 
 import gc
 
@@ -19,11 +19,11 @@ def app():
     return keyed_requests.ApiApplication()
 
 
-def test_a_keyed_file_request_is_answered_without_the_session_middleware(games, entitle, app):
+def test_a_keyed_file_request_sets_no_cookie_and_keeps_the_security_headers(games, entitle, app):
     _, key = entitle("acme", games, "medals")
     path = f"/v1/feeds/{games.code}/medals"
 
-    assert app.handler_for(environ(path, **bearer(key))) is app.keyed
+    assert keyed_requests.is_keyed_pull_request(environ(path, **bearer(key)))
     status, headers, body = call(app, environ(path, **bearer(key)))
     assert status == 200
     assert orjson.loads(body)["feed"]["type"] == "medals"
@@ -35,30 +35,26 @@ def test_a_keyed_file_request_is_answered_without_the_session_middleware(games, 
     assert (status, body) == (304, b"")
 
 
-def test_the_keyed_chain_has_no_session_csrf_user_or_messages_layer(app):
-    def layers(handler):
-        return {type(method.__self__).__module__ + "." + type(method.__self__).__name__
-                for method in handler._view_middleware}
-
-    assert "django.middleware.csrf.CsrfViewMiddleware" in layers(app.whole)
-    assert "django.middleware.csrf.CsrfViewMiddleware" not in layers(app.keyed)
-    # Making the keyed chain left the setting as it was.
+def test_memory_hits_replay_every_keyed_layer_but_the_browser_sessions():
+    keyed = keyed_requests.keyed_middleware()
+    assert "django.middleware.security.SecurityMiddleware" in keyed
+    assert not set(keyed) & keyed_requests.BROWSER_SESSION_MIDDLEWARE
     assert "django.contrib.sessions.middleware.SessionMiddleware" in settings.MIDDLEWARE
 
 
-def test_a_bad_or_blank_key_in_a_header_is_refused_with_a_problem_on_the_keyed_chain(games, entitle, app):
+def test_a_bad_or_blank_key_in_a_header_is_refused_with_a_problem(games, entitle, app):
     entitle("acme", games, "medals")
     path = f"/v1/feeds/{games.code}/medals"
     for headers in (bearer("omk_nonsense"), {"HTTP_X_API_KEY": "   "}):
         env = environ(path, **headers)
-        assert app.handler_for(env) is app.keyed
+        assert keyed_requests.is_keyed_pull_request(env)
         status, response_headers, body = call(app, env)
         assert status == 401
         assert response_headers["Content-Type"] == "application/problem+json"
         assert orjson.loads(body)["status"] == 401
 
 
-def test_staff_sessions_basic_auth_query_keys_and_staff_pages_take_the_whole_chain(games, entitle, app,
+def test_staff_sessions_basic_auth_query_keys_and_staff_pages_are_not_keyed_pulls(games, entitle, app,
                                                                                    admin_client):
     _, key = entitle("acme", games, "medals")
     feed = f"/v1/feeds/{games.code}/medals"
@@ -70,7 +66,7 @@ def test_staff_sessions_basic_auth_query_keys_and_staff_pages_take_the_whole_cha
              environ(feed, {"key": key}), environ("/v1/docs", **bearer(key)),
              environ("/v1/schema", **bearer(key)), environ("/v1/health/read-path", **bearer(key)),
              environ("/admin/", **bearer(key)), environ("/metrics", **bearer(key))]
-    assert all(app.handler_for(env) is app.whole for env in whole)
+    assert not any(keyed_requests.is_keyed_pull_request(env) for env in whole)
     assert call(app, environ(feed, **staff))[0] == 200  # the staff's browsable view
     assert call(app, environ("/v1/docs", **bearer(key)))[0] == 302  # to the admin login, not a 500
     assert call(app, environ("/v1/health/read-path", **{**bearer(key), **staff}))[0] == 200

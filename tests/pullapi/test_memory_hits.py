@@ -60,7 +60,7 @@ def test_a_memory_hit_answers_exactly_as_django_would(medals, settings):
     for name, request in requests_of(medals).items():
         as_a_hit = answered_as_a_hit(app, request())
         assert as_a_hit is not None, name
-        assert as_a_hit == call(app.keyed, request()), name
+        assert as_a_hit == call(app.django, request()), name
     assert answered_as_a_hit(app, requests_of(medals)["200 over HTTPS (HSTS)"]())[1]["Strict-Transport-Security"]
 
 
