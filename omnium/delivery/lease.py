@@ -15,8 +15,9 @@ import uuid
 from omnium import claim_renewal
 from omnium.server_binding import server_binding_cursor
 
-# Returns the row only when it took the lease (a drain takes it with its first owed files:
-# delivery.owed_files.take_lease).
+# Takes the lease when it is free or expired. A statement that takes it (lease.acquire, and a
+# drain with its first owed files: delivery.owed_files.take_lease) adds its own RETURNING:
+# no row comes back when another sender holds it. Parameters: `acquiring`.
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
     (destination_id, lease_token, lease_until, consecutive_failures, last_error, paused, paused_reason)
@@ -26,31 +27,46 @@ ON CONFLICT (destination_id) DO UPDATE
     WHERE s.lease_until IS NULL OR s.lease_until < clock_timestamp()
 """
 
+RENEW = """
+UPDATE delivery_senderstate SET lease_until = clock_timestamp() + %(ttl)s * interval '1 second'
+WHERE destination_id = %(destination)s AND lease_token = %(token)s
+"""
+
+RELEASE = """
+UPDATE delivery_senderstate SET lease_token = NULL, lease_until = NULL
+WHERE destination_id = %(destination)s AND lease_token = %(token)s
+"""
+
+
+def released_if(condition: str) -> str:
+    """SET items of an UPDATE of delivery_senderstate that let the lease %(token)s go when
+    `condition` (SQL) holds: a proof's statement releases it with the last send
+    (delivery.proofs.RECORD_PROOFS)."""
+    letting_go = f"({condition}) AND lease_token = %(token)s"
+    return (f"lease_token = CASE WHEN {letting_go} THEN NULL ELSE lease_token END, "
+            f"lease_until = CASE WHEN {letting_go} THEN NULL ELSE lease_until END")
+
+
+def acquiring(destination_id: int) -> dict:
+    """ACQUIRE's parameters, with a new token: the lease's if the statement returns a row."""
+    return {"destination": destination_id, "token": uuid.uuid4(), "ttl": claim_renewal.ttl_s()}
+
 
 def acquire(destination_id: int) -> uuid.UUID | None:
     """The lease's token, or None if another sender holds it."""
-    token = uuid.uuid4()
+    parameters = acquiring(destination_id)
     with server_binding_cursor() as cursor:
-        cursor.execute(ACQUIRE + "RETURNING lease_token",
-                       {"destination": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
-        return token if cursor.fetchone() else None
+        cursor.execute(ACQUIRE + "RETURNING lease_token", parameters)
+        return parameters["token"] if cursor.fetchone() else None
 
 
 def renew(destination_id: int, token: uuid.UUID) -> bool:
     """Extend the lease; False if it was lost (expired and taken), so the holder must stop."""
     with server_binding_cursor() as cursor:  # prepared: every 2 s per lease held
-        cursor.execute(
-            "UPDATE delivery_senderstate SET lease_until = clock_timestamp() + %s * interval '1 second'"
-            " WHERE destination_id = %s AND lease_token = %s",
-            [claim_renewal.ttl_s(), destination_id, token],
-        )
+        cursor.execute(RENEW, {"destination": destination_id, "token": token, "ttl": claim_renewal.ttl_s()})
         return cursor.rowcount == 1
 
 
 def release(destination_id: int, token: uuid.UUID) -> None:
     with server_binding_cursor() as cursor:  # prepared: after a drain that did not let go in its proof
-        cursor.execute(
-            "UPDATE delivery_senderstate SET lease_token = NULL, lease_until = NULL"
-            " WHERE destination_id = %s AND lease_token = %s",
-            [destination_id, token],
-        )
+        cursor.execute(RELEASE, {"destination": destination_id, "token": token})

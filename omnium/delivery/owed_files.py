@@ -10,10 +10,8 @@ import functools
 import uuid
 from dataclasses import dataclass
 
-from omnium import claim_renewal
 from omnium.clients.shapes import Shape
-from omnium.delivery import backoff, proofs, rendering
-from omnium.delivery.lease import ACQUIRE
+from omnium.delivery import backoff, lease, proofs, rendering
 from omnium.delivery.models import NEWER_THAN_FAILED
 from omnium.server_binding import server_binding_cursor
 
@@ -56,7 +54,7 @@ sender AS (
 
 # The same, from the row the lease's upsert returns: no row when another sender holds it.
 SENDER_STATE_UNDER_NEW_LEASE = """
-lease AS (""" + ACQUIRE + """RETURNING lease_token, paused, retry_at, consecutive_failures),
+lease AS (""" + lease.ACQUIRE + """RETURNING lease_token, paused, retry_at, consecutive_failures),
 sender AS (
     SELECT paused, COALESCE(retry_at > clock_timestamp(), false) AS backing_off, consecutive_failures AS failures
     FROM lease
@@ -162,14 +160,13 @@ def next_to_send(destination_id: int, limit: int) -> list[OwedFile]:
 def take_lease(destination_id: int, limit: int) -> TakenLease | None:
     """Take the destination's lease and read its first `limit` owed files, their attempts
     opened as `next_to_send` opens them, in one statement; None if another sender holds the lease."""
-    token = uuid.uuid4()
+    parameters = lease.acquiring(destination_id)
     with server_binding_cursor() as cursor:  # prepared: run for every drain
-        cursor.execute(_with_limit(TAKE_LEASE, limit), {"destination": destination_id, "token": token,
-                                                        "ttl": claim_renewal.ttl_s(), "worker": proofs.worker_name()})
+        cursor.execute(_with_limit(TAKE_LEASE, limit), parameters | {"worker": proofs.worker_name()})
         rows = cursor.fetchall()
     if rows[0][0] is None:
         return None
-    return TakenLease(token, _owed_files([row[1:] for row in rows if row[1] is not None], with_attempts=True))
+    return TakenLease(parameters["token"], _owed_files([row[1:] for row in rows if row[1] is not None], with_attempts=True))
 
 
 def _owed_files(rows, with_attempts: bool = False) -> list[OwedFile]:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from celery import current_task
 
+from omnium.delivery import lease
 from omnium.delivery.models import DeliveryAttempt
 from omnium.server_binding import server_binding_cursor
 
@@ -158,8 +159,7 @@ SELECT %(token)s::uuid IS NOT NULL
 success AS (
 UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive_failures = 0,
     retry_at = NULL, last_error = '',
-    lease_token = CASE WHEN (SELECT nothing_owed FROM done) AND lease_token = %(token)s THEN NULL ELSE lease_token END,
-    lease_until = CASE WHEN (SELECT nothing_owed FROM done) AND lease_token = %(token)s THEN NULL ELSE lease_until END
+    """ + lease.released_if("SELECT nothing_owed FROM done") + """
 WHERE destination_id = %(destination)s
 RETURNING paused, lease_token IS NULL AS released),
 attempt AS (
