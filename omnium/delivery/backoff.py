@@ -8,6 +8,7 @@ straight to the slow pace); the next success resolves it.
 """
 
 import random
+import time
 from datetime import timedelta
 from enum import StrEnum
 
@@ -81,7 +82,8 @@ def _open_failing_alert(destination, failures: int, error: str) -> None:
 
 
 def recovered(destination) -> None:
-    """The first success after failures (the sender's proof statement reset the count, and
-    the sender published the status)."""
+    """The first success after failures (the sender's proof statement reset the count)."""
+    health.publish_status(destination.pk, health.Status.RUNNING, last_success=time.time())
+    health.record_event("recovered", destination.pk)
     if resolve_alert("destination_failing", f"destination:{destination.pk}"):
         health.record_event("alert_resolved", destination.pk, alert="destination_failing")

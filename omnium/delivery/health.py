@@ -6,17 +6,19 @@ Keys (the pattern of seed 002):
   omnium:events               the last 200 events, newest first (JSON lines)
 and the delivery workers' heartbeats, which say whether a live worker serves a destination
 (see delivery.heartbeats): `stalled` when none does.
+
+A status and its event are written when the status changes (a failure, a recovery, a pause,
+a resume), by whoever changes it; a send that changes nothing writes nothing at once: its time
+goes out as `last_success` with its worker's next heartbeat. The status screens read
+PostgreSQL, not these keys.
 Redis holds no truth here: everything can be recomputed from PostgreSQL; a Redis outage only
 blinds the screens for a while and never stops a send.
 """
 
-import atexit
-import functools
 import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from enum import StrEnum
 
 from redis.exceptions import RedisError
@@ -81,135 +83,43 @@ def _event(kind: str, destination_id: int | None, at: float, **details) -> str:
     return json.dumps({"at": at, "kind": kind, "destination": destination_id, **details}, default=str)
 
 
-# Sends' statuses and "sent" events (and the keys to forget), any number in one script call:
-# as a pipeline of four commands a send, redis-py's building and parsing of each was a tenth
-# of a delivery worker's Python time in a fan-out to 5,000 destinations (py-spy --gil,
-# bench/scale.py). KEYS: the event log, each send's status hash, then the keys to delete;
-# ARGV: the log's last index, the number of sends, then per send: when (updated, and
-# last_success), its status, its event. A send leaves no errors and no back-off: the same
-# fields and values _status_into writes, unless a status written after the send (a pause
-# from the admin, while the send waited in a batch) is there: that one stays.
-PUBLISH_SENT = """
-for i = 1, tonumber(ARGV[2]) do
-  local at, status, event = ARGV[3 * i], ARGV[3 * i + 1], ARGV[3 * i + 2]
-  local key = KEYS[1 + i]
-  if tonumber(redis.call('HGET', key, 'updated') or '0') > tonumber(at) then
-    redis.call('HSET', key, 'last_success', at)
-  else
-    redis.call('HSET', key, 'status', status, 'errors', '0', 'backoff_s', '0.0', 'updated', at,
-               'last_success', at)
-  end
-  redis.call('LPUSH', KEYS[1], event)
-end
-redis.call('LTRIM', KEYS[1], 0, ARGV[1])
-for i = tonumber(ARGV[2]) + 2, #KEYS do redis.call('DEL', KEYS[i]) end
-"""
-
-
-@dataclass(frozen=True)
-class _Sent:
-    destination_id: int
-    at: float
-    status: Status
-    event: str
-    forget: tuple[str, ...]
-
-
-def publish_sent(destination_id: int, status: Status, forget: tuple[str, ...] = (), **details) -> None:
-    """A send's status and its "sent" event; the keys in `forget` are deleted with them. At
-    once, or with the next batch in a process that publishes in batches (a delivery worker)."""
-    now = time.time()
-    sent = _Sent(destination_id, now, status, _event("sent", destination_id, now, **details), forget)
-    if not _batches.add(sent):
-        _quietly(lambda r: _publish_sent_into(r, [sent]))
-
-
-def _publish_sent_into(r, sends: list[_Sent]) -> None:
-    keys = [EVENT_LOG, *(destination_key(s.destination_id) for s in sends), *(k for s in sends for k in s.forget)]
-    args = [EVENT_LOG_SIZE - 1, len(sends), *(value for s in sends for value in (s.at, s.status, s.event))]
-    _publish_sent_script(r)(keys=keys, args=args)
-
-
-@functools.cache
-def _publish_sent_script(client):
-    return client.register_script(PUBLISH_SENT)
-
-
-class _SentBatches:
-    """Sends' statuses gathered for a short while and published in one round trip.
-
-    Each send's own round trip (a script call) was about 9 % of a delivery worker's Python
-    time in a fan-out to 5,000 destinations, and a system call each on a machine where they
-    cost. Gathered for BATCH_S, a fan-out's sends publish a dozen at a time; the screens see
-    a send that much later, and a worker that dies loses that much of them (Redis holds no
-    truth: the proofs are in PostgreSQL). Every other health write takes the batch out first,
-    so a destination's statuses still land in the order they were made."""
-
-    BATCH_S = 0.05
+class SuccessesSinceBeat:
+    """When each destination last sent, since this process's last heartbeat: published with
+    the next beat, so that a send costs no Redis round trip of its own (a change of status
+    is published at once, by whoever makes it: backoff, control, the sender's recovery)."""
 
     def __init__(self):
-        self._waiting: list[_Sent] | None = None  # None: not batching, each send publishes at once
-        self._lock = threading.Lock()  # the list
-        self._in_order = threading.Lock()  # a batch and any later health write
+        self._lock = threading.Lock()
+        self._last: dict[int, float] = {}
 
-    def start(self) -> None:
-        """Publish sends in batches from now on, from a thread of this process's own (and what
-        waits at its exit)."""
+    def note(self, destination_id: int, at: float) -> None:
         with self._lock:
-            if self._waiting is not None:
-                return
-            self._waiting = []
-        threading.Thread(target=self._publish_until_stopped, name="omnium-sent-batches", daemon=True).start()
-        atexit.register(self.stop)
+            self._last[destination_id] = at
 
-    def stop(self) -> None:
-        """Publish what waits; each send at once from now on."""
+    def take(self) -> dict[int, float]:
         with self._lock:
-            sends, self._waiting = self._waiting, None
-        if sends:
-            _quietly(lambda r: _publish_sent_into(r, sends))
-
-    def add(self, sent: _Sent) -> bool:
-        with self._lock:
-            if self._waiting is None:
-                return False
-            self._waiting.append(sent)
-            return True
-
-    def after_the_waiting(self, r, action):
-        """`action(r)` once the sends waiting are published; at once in a process that does
-        not batch (an API process's reads are not queued behind one another)."""
-        if self._waiting is None:
-            return action(r)
-        with self._in_order:
-            with self._lock:
-                sends = self._waiting
-                if sends:
-                    self._waiting = []
-            if sends:
-                _publish_sent_into(r, sends)
-            return action(r)
-
-    def _publish_until_stopped(self) -> None:
-        while self._waiting is not None:
-            time.sleep(self.BATCH_S)
-            try:
-                publish_waiting_sent()
-            except Exception:  # this thread must go on, or the statuses would pile up unpublished
-                log.warning("sends' statuses not published", exc_info=True)
+            taken, self._last = self._last, {}
+        return taken
 
 
-_batches = _SentBatches()
+_successes = SuccessesSinceBeat()
 
 
-def start_batching_sent() -> None:
-    """From now on this process publishes its sends' statuses in batches."""
-    _batches.start()
+def sent(destination_id: int) -> None:
+    """A send of this destination landed (its proof is recorded): its last success is
+    published with this process's next heartbeat."""
+    _successes.note(destination_id, time.time())
 
 
-def publish_waiting_sent() -> None:
-    """The sends waiting in a batch, now."""
-    _quietly(lambda r: None)  # every health write publishes the waiting sends first
+def _successes_into(r, successes: dict[int, float]) -> None:
+    """Each destination's last success; `running` where no status was ever published (a
+    destination that has only ever succeeded must not look unknown). A status published
+    meanwhile (a failure, a pause) stays."""
+    pipe = r.pipeline(transaction=False)
+    for destination_id, at in successes.items():
+        pipe.hset(destination_key(destination_id), "last_success", at)
+        pipe.hsetnx(destination_key(destination_id), "status", Status.RUNNING)
+    pipe.execute()
 
 
 def read_events(limit: int = EVENT_LOG_SIZE) -> list[dict]:
@@ -218,8 +128,17 @@ def read_events(limit: int = EVENT_LOG_SIZE) -> list[dict]:
 
 
 def beat(heartbeat: heartbeats.WorkerHeartbeat, destination_ids: frozenset[int]) -> None:
-    """One heartbeat of a delivery worker, naming the destinations it serves."""
-    _quietly(lambda r: heartbeat.beat(r, time.time(), destination_ids))
+    """One heartbeat of a delivery worker, naming the destinations it serves, with the last
+    successes of this process's sends since the previous beat (of the destinations it still
+    serves: a deleted destination's keys, gone with it, must not come back)."""
+    successes = {d: at for d, at in _successes.take().items() if d in destination_ids}
+
+    def write(r):
+        heartbeat.beat(r, time.time(), destination_ids)
+        if successes:
+            _successes_into(r, successes)
+
+    _quietly(write)
 
 
 def read(destination_id: int) -> dict:
@@ -246,9 +165,9 @@ def read_stalled(destination_ids: list[int]) -> dict[int, bool | None]:
 
 
 def _quietly(action):
-    """`action` on Redis, after the sends waiting in a batch; None if Redis is unavailable."""
+    """`action` on Redis; None if Redis is unavailable."""
     try:
-        return _batches.after_the_waiting(redis_client(), action)
+        return action(redis_client())
     except RedisError:
         log.warning("health not published: Redis unavailable", exc_info=True)
         return None

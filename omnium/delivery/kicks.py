@@ -12,7 +12,7 @@ re-kicks their destinations once their marks below are forgotten (at once after 
 worker reconnects: see delivery.kick_consumer).
 
 Each kick leaves a mark in Redis, "a kick is on its way", which the destination's next drain
-clears as it starts. The sweeper re-kicks only destinations without one: while a fan-out to
+clears as it ends. The sweeper re-kicks only destinations without one: while a fan-out to
 thousands of destinations drains, their kicks wait in their queues for a free sender, and
 re-kicking them all (they had been owed for more than the sweeper's 3 s) doubled the work:
 2,000 destinations, 1,765 extra drain tasks, each finding nothing to send or the lease taken.
@@ -205,9 +205,7 @@ def forget_marks(destination_ids: list[int]) -> None:
 
 
 def arrived(destination_id: int) -> None:
-    """A drain of this destination ran: the kicks sent before it began have done their work.
-    (A drain that sends clears the mark with its first send's status instead, in the same
-    round trip: see sender._record_landed.)"""
+    """A drain of this destination ran: the kicks sent before it began have done their work."""
     forget_marks([destination_id])
 
 

@@ -119,14 +119,12 @@ class Landed(NamedTuple):
 @dataclass(frozen=True)
 class Recorded:
     ages_ms: dict[int, int | None]  # by state id; None where a newer proof was there already
-    paused: bool  # the destination was paused meanwhile
     released: bool  # the lease was let go: nothing else is owed
 
 
 # The proofs, the destination's success and the attempts' outcomes in one statement, so in one
 # commit (every commit waits for the WAL to reach disk: a new version sent to 20 destinations
-# at once made 20 more of them); it also reads whether a pause arrived meanwhile, so that the
-# status published after it stays true.
+# at once made 20 more of them).
 #
 # And when nothing else is owed here, it lets the lease go (given its token): the statements
 # that followed the last send (a look for more, the release, a look again) were a third of a
@@ -161,13 +159,13 @@ UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive
     retry_at = NULL, last_error = '',
     """ + lease.released_if("SELECT nothing_owed FROM done") + """
 WHERE destination_id = %(destination)s
-RETURNING paused, lease_token IS NULL AS released),
+RETURNING lease_token IS NULL AS released),
 attempt AS (
 UPDATE delivery_deliveryattempt a SET ok = true, duration_ms = l.duration_ms, bytes = l.bytes,
     receipt = l.receipt, age_ms = proof.age_ms
 FROM landed l LEFT JOIN proof ON proof.id = l.id
 WHERE a.id = l.attempt)
-SELECT l.id, proof.age_ms, COALESCE((SELECT paused FROM success), false),
+SELECT l.id, proof.age_ms,
        COALESCE((SELECT released FROM success), false) AND %(token)s::uuid IS NOT NULL
 FROM landed l LEFT JOIN proof ON proof.id = l.id
 """
@@ -179,7 +177,7 @@ def record_proofs(destination_id: int, landed: list[Landed], lease_token: uuid.U
     with server_binding_cursor() as cursor:  # prepared
         _execute(cursor, RECORD_PROOFS, LANDED, landed, destination=destination_id, token=lease_token)
         rows = cursor.fetchall()
-    return Recorded({row[0]: row[1] for row in rows}, rows[0][2], rows[0][3])
+    return Recorded({row[0]: row[1] for row in rows}, rows[0][2])
 
 
 def finish_attempt(attempt_id: int, started: float, **outcome) -> None:

@@ -115,13 +115,11 @@ def load_destinations(ids) -> int:
 
 @dataclass
 class HeldLease:
-    """The lease a drain holds: its token, its renewal, whether a proof let it go, and
-    whether the drain's kick mark is cleared yet (by its first send, else at its end)."""
+    """The lease a drain holds: its token, its renewal, and whether a proof let it go."""
 
     token: uuid.UUID
     claim: claim_renewal.HeldClaim
     released: bool = False
-    kick_mark_cleared: bool = False
 
 
 def _drain_and_release(destination_id: int, taken: owed_files.TakenLease, started: float, claimed_at: float) -> str:
@@ -134,8 +132,7 @@ def _drain_and_release(destination_id: int, taken: owed_files.TakenLease, starte
         claim_renewal.let_go(held.claim)
         if not held.released:
             lease.release(destination_id, token)
-        if not held.kick_mark_cleared:
-            kicks.arrived(destination_id)
+        kicks.arrived(destination_id)
     if held.released:
         return outcome  # let go by the last proof, which saw nothing else owed (RECORD_PROOF)
     # A kick that arrived while we held the lease returned at once: look again, so that no
@@ -221,8 +218,7 @@ def send_files(destination: Destination, owed: list[OwedFile], held: HeldLease |
     failed = [(r, attempt, error) for r, attempt, error in zip(ready, attempt_ids, outcomes)
               if not isinstance(error, Receipt)]
     if landed:
-        _record_landed(destination, landed, started, held if not failed and len(outcomes) == len(ready) else None,
-                       held)
+        _record_landed(destination, landed, started, held if not failed and len(outcomes) == len(ready) else None)
     if failed:
         _record_failures(destination, failed, started)
     _close_unattempted(attempt_ids[len(outcomes):], started)
@@ -263,10 +259,9 @@ def _push(destination: Destination, ready: list[_Ready], held: HeldLease | None)
         return [exc]
 
 
-def _record_landed(destination, landed: list, started: float, releasing: HeldLease | None,
-                   held: HeldLease | None) -> None:
-    """The proofs of the files that landed, the metrics and the destination's status; the
-    proof lets the lease of `releasing` go when nothing else is owed."""
+def _record_landed(destination, landed: list, started: float, releasing: HeldLease | None) -> None:
+    """The proofs of the files that landed, the metrics and the destination's last success;
+    the proof lets the lease of `releasing` go when nothing else is owed."""
     if releasing is not None:
         releasing.claim.may_end = True
     recorded = proofs.record_proofs(destination.pk, [
@@ -278,16 +273,7 @@ def _record_landed(destination, landed: list, started: float, releasing: HeldLea
         releasing.released = releasing.claim.may_end = recorded.released
     for r, _, _ in landed:
         count_send(destination.kind, destination.client.name, recorded.ages_ms.get(r.owed.state_id))
-    # On every success, not only after failures: a healthy destination must not look unknown.
-    # A drain's first send also clears its kick mark, in the same round trip.
-    clear_kick_mark = held is not None and not held.kick_mark_cleared
-    last, _, _ = landed[-1]
-    health.publish_sent(destination.pk, health.Status.PAUSED if recorded.paused else health.Status.RUNNING,
-                        forget=(kicks.on_its_way_key(destination.pk),) if clear_kick_mark else (),
-                        doc_key=last.owed.doc_key, seq=last.owed.version.seq, bytes=len(last.rendered.body),
-                        age_ms=recorded.ages_ms.get(last.owed.state_id), files=len(landed))
-    if clear_kick_mark:
-        held.kick_mark_cleared = True
+    health.sent(destination.pk)
 
 
 def _record_failures(destination, failed: list, started: float) -> None:

@@ -70,9 +70,8 @@ def _load_destinations(ids) -> None:
 
 
 def start(consumer, ids=()) -> None:
-    """The heartbeat, the control listener and the sends' statuses published in batches; and
-    the destinations `ids` loaded meanwhile."""
+    """The heartbeat (which publishes the sends' last successes too) and the control listener;
+    and the destinations `ids` loaded meanwhile."""
     hostname = consumer.hostname if hasattr(consumer, "hostname") else "worker"
-    health.start_batching_sent()
     for target, args in ((_heartbeat_loop, (consumer, hostname)), (_control_loop, ()), (_load_destinations, (ids,))):
         threading.Thread(target=target, args=args, daemon=True, name=target.__name__).start()

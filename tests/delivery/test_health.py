@@ -1,99 +1,96 @@
-"""What a send publishes for the status screens: its destination's status and a "sent" event."""
+"""What the status screens' Redis keys hold: a status and an event when the status changes,
+and the last success of each send with its worker's next heartbeat."""
 
 import json
 import time
 
-import pytest
-
-from devtools.waiting import wait_until
-from omnium.delivery import health
-
-
-def test_a_send_publishes_its_status_and_event_and_forgets_the_keys_given(clean_redis):
-    r = clean_redis
-    r.set("omnium:test-mark", 1)
-    health.publish_status(7, health.Status.BACKING_OFF, errors=3, backoff_s=12.5)
-    for n in range(health.EVENT_LOG_SIZE):
-        health.record_event("failed", 7, n=n)
-
-    health.publish_sent(7, health.Status.RUNNING, forget=("omnium:test-mark",), doc_key="g/medals", seq=42)
-
-    status = health.read(7)
-    assert (status["status"], status["errors"], float(status["backoff_s"])) == ("running", "0", 0.0)
-    assert float(status["last_success"]) == float(status["updated"]) > 0
-    events = health.read_events()
-    assert len(events) == health.EVENT_LOG_SIZE, "the log stays capped"
-    assert {k: events[0][k] for k in ("kind", "destination", "doc_key", "seq")} == {
-        "kind": "sent", "destination": 7, "doc_key": "g/medals", "seq": 42}
-    assert json.loads(r.lindex(health.EVENT_LOG, 1))["n"] == health.EVENT_LOG_SIZE - 1
-    assert not r.exists("omnium:test-mark")
-
-
-def test_a_send_without_keys_to_forget_publishes_the_same(clean_redis):
-    health.publish_sent(8, health.Status.PAUSED, doc_key="g/calendar", seq=1)
-
-    assert health.read(8)["status"] == "paused"
-    assert health.read_events()[0]["kind"] == "sent"
-
-
-@pytest.fixture
-def batching(monkeypatch):
-    """This test's sends published in batches, as in a delivery worker."""
-    batches = health._SentBatches()
-    monkeypatch.setattr(health, "_batches", batches)
-    batches.start()
-    yield batches
-    batches.stop()
+from omnium.delivery import health, heartbeats
 
 
 def _status_in_redis(r, destination_id: int) -> dict:
-    """Read straight from Redis (health.read would publish the waiting sends first)."""
     return {k.decode(): v.decode() for k, v in r.hgetall(health.destination_key(destination_id)).items()}
 
 
-def test_a_delivery_worker_publishes_its_sends_in_batches_in_the_order_sent(clean_redis, batching):
+def _beat(worker: str = "health-test-worker", serving: frozenset[int] = frozenset(range(100))) -> None:
+    health.beat(heartbeats.WorkerHeartbeat(worker), serving)
+
+
+def test_a_change_of_status_is_published_at_once_with_its_event_in_a_capped_log(clean_redis):
     r = clean_redis
-    r.set("omnium:test-mark", 1)
-    health.publish_sent(21, health.Status.RUNNING, doc_key="g/medals", seq=1)
-    health.publish_sent(22, health.Status.RUNNING, forget=("omnium:test-mark",), doc_key="g/medals", seq=1)
-    health.publish_sent(21, health.Status.RUNNING, doc_key="g/medals", seq=2)
-    assert _status_in_redis(r, 21) == {} and r.exists("omnium:test-mark"), "they wait for the batch"
+    for n in range(health.EVENT_LOG_SIZE + 5):
+        health.record_event("failed", 7, n=n)
 
-    wait_until(lambda: _status_in_redis(r, 21), 5, 0.01, "the batch published")
+    health.publish_status(7, health.Status.BACKING_OFF, errors=3, backoff_s=12.5)
+    health.record_event("paused", 7, reason="maintenance")
 
-    assert [(e["destination"], e["seq"]) for e in health.read_events()] == [(21, 2), (22, 1), (21, 1)]
-    assert _status_in_redis(r, 22)["status"] == "running"
-    assert not r.exists("omnium:test-mark")
+    status = _status_in_redis(r, 7)
+    assert (status["status"], status["errors"], float(status["backoff_s"])) == ("backing_off", "3", 12.5)
+    events = health.read_events()
+    assert len(events) == health.EVENT_LOG_SIZE, "the log stays capped"
+    assert {k: events[0][k] for k in ("kind", "destination", "reason")} == {
+        "kind": "paused", "destination": 7, "reason": "maintenance"}
+    assert json.loads(r.lindex(health.EVENT_LOG, 1))["n"] == health.EVENT_LOG_SIZE + 4
 
 
-def test_a_status_written_while_a_send_waited_in_its_batch_stays(clean_redis, batching):
-    """The admin paused the destination (another process) after the send, before its batch
-    went: the screen must say paused, and still show the send's success."""
+def test_a_send_writes_nothing_at_once_and_its_success_goes_out_with_the_next_heartbeat(clean_redis):
     r = clean_redis
-    health.publish_sent(23, health.Status.RUNNING, doc_key="g/medals", seq=1)
+    before = time.time()
+
+    health.sent(21)
+    health.sent(22)
+    health.sent(21)
+
+    assert _status_in_redis(r, 21) == {} and r.llen(health.EVENT_LOG) == 0, "no round trip of its own"
+    _beat()
+    for destination_id in (21, 22):
+        published = _status_in_redis(r, destination_id)
+        assert published["status"] == "running", "a destination that only ever succeeded must not look unknown"
+        assert time.time() >= float(published["last_success"]) >= before
+    assert r.llen(health.EVENT_LOG) == 0, "a send that changes nothing is no event"
+
+    r.delete(health.destination_key(21))
+    _beat()
+    assert _status_in_redis(r, 21) == {}, "each success is published once"
+
+
+def test_a_success_of_a_destination_the_worker_no_longer_serves_is_not_published(clean_redis):
+    """Deleted meanwhile: its keys went with it (delivery.key_cleanup) and must not come back."""
+    health.sent(24)
+    _beat(serving=frozenset({25}))
+    assert _status_in_redis(clean_redis, 24) == {}
+
+
+def test_a_status_published_between_a_send_and_the_heartbeat_stays(clean_redis):
+    """The admin paused the destination (another process) after the send, before the beat:
+    the screen must say paused, and still show the send's success."""
+    r = clean_redis
+    health.sent(23)
     sent_at = time.time()
-    health._status_into(r, 23, health.Status.PAUSED)  # as control.pause in an API process
+    health.publish_status(23, health.Status.PAUSED)  # as control.pause in an API process
 
-    health.publish_waiting_sent()
+    _beat()
 
     status = _status_in_redis(r, 23)
     assert status["status"] == "paused"
     assert sent_at >= float(status["last_success"]) > sent_at - 5
 
 
-def test_a_later_health_write_of_the_same_worker_lands_after_the_waiting_sends(clean_redis, batching):
-    health.publish_sent(24, health.Status.RUNNING, doc_key="g/medals", seq=1)
-    health.publish_status(24, health.Status.BACKING_OFF, errors=1, backoff_s=2.0)
-    health.record_event("failed", 24, doc_key="g/medals", seq=2)
+def test_the_heartbeat_names_the_destinations_a_worker_serves(clean_redis):
+    _beat("serving-worker", frozenset({31, 32}))
 
-    assert [e["kind"] for e in health.read_events()] == ["failed", "sent"]
-    assert _status_in_redis(clean_redis, 24)["status"] == "backing_off"
+    assert health.read(31)["stalled"] is False
+    assert health.read_stalled([31, 33]) == {31: False, 33: True}
 
 
-def test_stopping_publishes_what_waits_and_each_send_at_once_after(clean_redis, batching):
-    health.publish_sent(25, health.Status.RUNNING, doc_key="g/medals", seq=1)
-    batching.stop()
-    assert _status_in_redis(clean_redis, 25)["status"] == "running"
+def test_with_redis_unreachable_health_writes_and_reads_give_up_quietly(monkeypatch):
+    from redis import Redis
 
-    health.publish_sent(26, health.Status.RUNNING, doc_key="g/medals", seq=1)
-    assert _status_in_redis(clean_redis, 26)["status"] == "running"
+    unreachable = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    monkeypatch.setattr(health, "redis_client", lambda: unreachable)
+
+    health.publish_status(41, health.Status.FAILING, errors=2)
+    health.sent(41)
+    _beat()
+
+    assert health.read(41) == {"status": "unknown", "stalled": None}
+    assert health.read_events() == []

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 
 from devtools.waiting import wait_until
 from omnium.clients.models import Client
-from omnium.delivery import control, health, sender
+from omnium.delivery import control, health, heartbeats, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
@@ -84,7 +84,7 @@ def test_health_shows_failing_and_the_heartbeat_vanishes_when_the_worker_dies(sm
         delivery.stop()
 
 
-def test_health_status_is_written_on_every_outcome_and_is_true_after_resume(small_games, subscribe, receiver,
+def test_health_status_is_written_on_every_change_and_is_true_after_resume(small_games, subscribe, receiver,
                                                                             clean_redis):
     destination = subscribe(small_games, webhook_settings(receiver.url), fast_retries=1)
     receiver.replies.extend([(503, {}), (503, {})])
@@ -103,19 +103,22 @@ def test_health_status_is_written_on_every_outcome_and_is_true_after_resume(smal
     assert status_after(send_again) == (health.Status.FAILING, 2)
     assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.Status.PAUSED, 0)
     assert status_after(lambda: control.resume(destination.pk)) == (health.Status.FAILING, 2), "resume shows the real state"
+    assert status_after(send_again) == (health.Status.RUNNING, 0), "the recovery, published at once"
+    assert health.read_events()[0]["kind"] == "recovered"
     assert status_after(send_again) == (health.Status.RUNNING, 0)
-    assert status_after(send_again) == (health.Status.RUNNING, 0), "every success, not only the first after failures"
     assert status_after(lambda: control.pause(destination.pk, "maintenance")) == (health.Status.PAUSED, 0)
     assert status_after(lambda: control.resume(destination.pk)) == (health.Status.RUNNING, 0)
 
 
-def test_a_healthy_destination_shows_running_from_its_first_send(small_games, subscribe, receiver, clean_redis):
+def test_a_healthy_destination_shows_running_from_the_heartbeat_after_its_first_send(small_games, subscribe,
+                                                                                      receiver, clean_redis):
     destination = subscribe(small_games, webhook_settings(receiver.url))
 
     sender.drain(destination.pk)
+    health.beat(heartbeats.WorkerHeartbeat("this-test"), frozenset({destination.pk}))
 
     published = health.read(destination.pk)
-    assert (published.get("status"), published.get("errors")) == (health.Status.RUNNING, "0")
+    assert published.get("status") == health.Status.RUNNING and published["stalled"] is False
     assert float(published["last_success"]) > time.time() - 60
 
 

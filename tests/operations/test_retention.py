@@ -12,7 +12,7 @@ from omnium import routing
 from omnium.alerts.models import Alert
 from omnium.alerts.tasks import prune_resolved_alerts
 from omnium.clients.models import Destination, Subscription
-from omnium.delivery import health, sender
+from omnium.delivery import health, heartbeats, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.delivery.tasks import prune_attempts
 from omnium.feeds.builder import build_file
@@ -109,6 +109,7 @@ def published_key(destination) -> str:
 def test_a_deleted_redis_destination_takes_its_keys_and_health_with_it(small_games, subscribe, clean_redis):
     destination = subscribe(small_games, redis_destination_settings())
     sender.drain(destination.pk)
+    health.beat(heartbeats.WorkerHeartbeat("this-test"), frozenset({destination.pk}))  # publishes the success
     key = published_key(destination)
     pull_cache = redis_client_at(REDIS_TEST_URL)
     assert pull_cache.exists(key) and clean_redis.exists(health.destination_key(destination.pk))
