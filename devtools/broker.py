@@ -11,6 +11,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 
+from devtools.waiting import wait_until
+
 TIMEOUT_S = 60  # the management API answers slowly while RabbitMQ is busy
 # Deleting a vhost deletes its queues one by one: one with 5,000 destination queues (after
 # bench/scale.py) took RabbitMQ 26 s on a loaded 2-core machine.
@@ -68,11 +70,14 @@ def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]
     return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
 
 
-def close_connections(management_url: str, broker_url: str) -> int:
+def close_connections(management_url: str, broker_url: str, listed_within_s: float = 15.0) -> int:
     """Close every client connection to the vhost of `broker_url` from the broker's side, as
-    RabbitMQ does to one that missed its heartbeats; returns how many."""
+    RabbitMQ does to one that missed its heartbeats; returns how many. The management API
+    lists a new connection only with its next statistics (every 5 s by default), so this
+    waits up to `listed_within_s` for one to be listed."""
     api = management_url.rstrip("/")
-    connections = vhost_listing(management_url, broker_url, "connections")
+    connections = wait_until(lambda: vhost_listing(management_url, broker_url, "connections"), listed_within_s,
+                             interval=0.2, message="a connection listed by the management API")
     for connection in connections:
         _call("delete", f"{api}/connections/{quote(connection['name'], safe='')}", ok=(204, 404))
     return len(connections)
