@@ -163,7 +163,7 @@ def prepare_games():
 
     from devtools.generator import Generator, delete_games, games_code
     from omnium.clients.models import ApiKey, Client, Destination, Entitlement
-    from omnium.delivery import sender
+    from omnium.delivery.engine import sender
     from omnium.feeds.builder import build_file, files_of
     from omnium.feeds.models import FeedDefinition
     from omnium.pullapi import pull_cache_destinations

@@ -39,7 +39,7 @@ from django.db import connection  # noqa: E402
 from devtools.generator import Generator  # noqa: E402
 from devtools.loopback.receivers import webhook_secret  # noqa: E402
 from devtools.provisioning import provision_destinations  # noqa: E402
-from omnium.delivery import sender  # noqa: E402
+from omnium.delivery.engine import sender  # noqa: E402
 from omnium.delivery.models import DeliveryState  # noqa: E402
 from omnium.feeds.builder import build_file  # noqa: E402
 

@@ -4,7 +4,8 @@ would validate it. Used by the demo, the benchmarks and the tests."""
 from django.db import transaction
 
 from omnium.clients.models import Client, Destination, Subscription
-from omnium.delivery import fanout, queues
+from omnium.delivery import fanout
+from omnium.delivery.worker import queues
 from omnium.feeds.models import FeedDefinition
 
 

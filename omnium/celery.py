@@ -11,7 +11,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omnium.settings")
 app = Celery("omnium")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-app.steps["consumer"].add("omnium.delivery.kick_consumer:DeliveryKicks")
+app.steps["consumer"].add("omnium.delivery.worker.kick_consumer:DeliveryKicks")
 
 # worker_connections connects its task signals when imported; worker_priority is called below.
 from omnium import worker_connections, worker_priority  # noqa: E402,F401

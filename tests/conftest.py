@@ -116,7 +116,7 @@ def make_small_games():
 def the_small_games():
     """The small Games as made by make_small_games, read back."""
     from devtools.generator import games_code
-    from omnium.delivery import rendering
+    from omnium.delivery.engine import rendering
     from omnium.games.models import Games
 
     # The same versions may come back in another test: renders this process kept must go.

@@ -8,8 +8,8 @@ from django.views.decorators.http import require_POST
 
 from omnium.clients.admin import DestinationAdmin
 from omnium.clients.models import Destination
-from omnium.delivery import connection_test, control
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
+from omnium.delivery.operations import connection_check, control
 from omnium.delivery.permissions import may_drive_delivery
 from omnium.read_only_admin import ReadOnlyAdmin
 
@@ -31,11 +31,11 @@ class DestinationDeliveryAdmin(DestinationAdmin):
         destination = get_object_or_404(Destination.objects.select_related("client"), pk=destination_id)
         if not self.has_change_permission(request, destination):  # it connects out and writes a file
             raise PermissionDenied
-        return self._show_tests(request, [connection_test.run(destination)])
+        return self._show_tests(request, [connection_check.run(destination)])
 
     @admin.action(description="Test the connection of the selected destinations", permissions=["change"])
     def test_connection(self, request, queryset):
-        return self._show_tests(request, [connection_test.run(d) for d in queryset])
+        return self._show_tests(request, [connection_check.run(d) for d in queryset])
 
     def _show_tests(self, request, results):
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "results": results,

@@ -7,12 +7,7 @@ class DeliveryConfig(AppConfig):
 
     def ready(self):
         # Signal receivers, the control command, the worker's start-up hook, beat's watchdog.
-        from omnium.delivery import (  # noqa: F401
-            dead_mans_switch,
-            deletion,
-            fanout,
-            key_cleanup,
-            queues,
-            settings_changes,
-            worker_threads,
-        )
+        from omnium.delivery import fanout, settings_changes  # noqa: F401
+        from omnium.delivery.engine import deletion  # noqa: F401
+        from omnium.delivery.operations import dead_mans_switch, key_cleanup  # noqa: F401
+        from omnium.delivery.worker import queues, worker_threads  # noqa: F401

@@ -2,14 +2,14 @@
 
 A kick is a small message on the destination's own queue (`deliver.<id>`) whose body is the
 destination id as JSON, published through kombu's Producer; a delivery worker's consumer
-step takes it (delivery.kick_consumer). Every module that kicks (fan-out, the control actions,
+step takes it (delivery.worker.kick_consumer). Every module that kicks (fan-out, the control actions,
 the sender itself) depends on this small module. A lost kick costs only time: the sweeper
 re-kicks from PostgreSQL.
 
 So kicks are transient messages (in durable queues): RabbitMQ keeps them in memory, and
 writes none of them to disk. A broker restart loses the waiting ones, and the sweeper
 re-kicks their destinations once their marks below are forgotten (at once after a delivery
-worker reconnects: see delivery.kick_consumer).
+worker reconnects: see delivery.worker.kick_consumer).
 
 Each kick leaves a mark in Redis, "a kick is on its way", which the destination's next drain
 clears as it ends. The sweeper re-kicks only destinations without one: while a fan-out to
@@ -184,7 +184,7 @@ def _set_marks_script(client):
 
 
 def forget_all_on_their_way() -> None:
-    """Every mark, as when the broker may have lost the kicks (see delivery.kick_consumer)."""
+    """Every mark, as when the broker may have lost the kicks (see delivery.worker.kick_consumer)."""
     try:
         client = redis_client()
         keys = list(client.scan_iter(match=on_its_way_key("*"), count=1000))

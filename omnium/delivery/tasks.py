@@ -1,5 +1,5 @@
 """Celery tasks of delivery: the sweeper and the pruning (beat). Drains are not tasks: a
-delivery worker's consumer step takes each destination's kicks (delivery.kick_consumer)."""
+delivery worker's consumer step takes each destination's kicks (delivery.worker.kick_consumer)."""
 
 from datetime import timedelta
 
@@ -8,9 +8,11 @@ from django.db import connection
 from django.utils import timezone
 
 from omnium.conf import omnium_setting
-from omnium.delivery import behind_alert, health, queues
+from omnium.delivery import health
 from omnium.delivery.kicks import forget_marks, kick_all, without_a_kick_on_its_way
 from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt
+from omnium.delivery.operations import behind_alert
+from omnium.delivery.worker import queues
 from omnium.transports.base import TIMEOUT_SETTINGS
 
 NEEDS_A_KICK = """

@@ -7,7 +7,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from omnium.clients.models import Client, Destination
-from omnium.delivery import control, status
+from omnium.delivery.operations import control, status
 from omnium.delivery.permissions import may_drive_delivery
 
 

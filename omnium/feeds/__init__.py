@@ -1,9 +1,13 @@
 """Feed files: what each one is, and how a change becomes a new version.
 
-- `resolvers/`: every feed type, one registry (`RESOLVERS`); `definitions`: a Games' files.
+- `models`: a file's definition, its current version, what it was built from; `definitions`:
+  the files a Games starts with; `doc_keys`, `record_ids`: file names.
+- `resolvers/`: every feed type, one registry (`RESOLVERS`).
 - `changes`: the outbox reader (records changed → files owed a build, via `feed_dependency`).
 - `debounce`: pending builds per file, due after a quiet period, never past a cap.
-- `builder`: resolve → `canonical` bytes → hash → a new version only on change (`bodies`
-  moves the bytes); announces it with `signals.file_version_saved` / `_committed`.
-- `hints`, `tasks`: wake-ups and the build lanes; `doc_keys`, `record_ids`: file names.
+- `builder`: resolve → `canonical` bytes → hash → a new version only on change; announces it
+  through `signals` (`file_version_saved` / `_committed`: delivery listens; feeds never
+  imports it).
+- `hints`, `tasks`: post-commit wake-ups and the build lanes.
+- `admin`, `apps`; `management/commands/build_feeds`: build every file of a Games now.
 """

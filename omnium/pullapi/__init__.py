@@ -1,12 +1,25 @@
-"""The pull API. A request's path:
+"""The pull API: clients fetch feed files with a secret key.
 
-1. `views` → `keys` (the key, checked against the in-memory `catalogue`) and `throttles`;
-2. `file_requests` → an address (`addresses`): entitled? which shape? which Redis key?
-3. `read_path` → the memory copy (`file_memory`) while no invalidation (`invalidations`) named
+A request's path, from the socket to the answer:
+
+1. `serving` starts granian (WSGI, one blocking thread per worker); `omnium/wsgi.py` loads
+   `keyed_requests.ApiApplication`, the WSGI application.
+2. `keyed_requests`: a GET of a feed file with a key in a header is first offered to
+   `memory_hits`, which answers it before Django when this process holds the file and knows
+   it current (a 304 or the stored gzip). Every other request goes to Django: `urls` →
+   `views`.
+3. `views` → `keys` (the key, checked against the in-memory `catalogue`; `failed_keys` counts
+   wrong ones per `client_address`; `log_scrubbing` keeps keys out of the logs),
+   `permissions`, `throttles`, `negotiation`.
+4. `file_requests` → an address (`addresses`; `record_games` for documents named by a record
+   id alone): entitled? which shape? which Redis key?
+5. `read_path` → the memory copy (`file_memory`) while no invalidation (`invalidations`) named
    it since Redis (`pull_redis`) confirmed it, else the new body from Redis, else one
-   PostgreSQL read per file (`database_reads`);
-4. `responses` → ETag/304, gzip as stored; errors as RFC 9457 problems (`problems`).
+   PostgreSQL read per file (`database_reads`).
+6. `responses` → ETag/304, gzip as stored; errors as RFC 9457 problems (`problems`).
 
-Around it: `change_notices` (catalogue reloads), `pull_cache_destinations` (the Redis
-destinations that fill the cache), `schema` (OpenAPI), `serving` (the production server).
+Around it: `change_notices` (catalogue reloads within a second of a change),
+`pull_cache_destinations` and `pull_cache_upkeep` (the Redis destinations that fill the
+cache, kept by themselves; `tasks` runs their repair, `management/commands/ensure_pull_cache`
+now), `schema` (OpenAPI), `apps`.
 """

@@ -111,7 +111,7 @@ def ensure_destinations(games: Games) -> dict:
     own = []
     for client, subscriptions in _own_shapes(games, definitions).items():
         # A new shape is a new key prefix: the destination's config change resends every file
-        # there, and the keys under the old prefix are deleted (delivery.key_cleanup).
+        # there, and the keys under the old prefix are deleted (delivery.operations.key_cleanup).
         destination = _redis_destination(client, OWN_SHAPE_DESTINATION, own_prefix(client.pk, client.shape))
         own.append(destination.pk)
         kept += [_subscribe(destination, d, DOC_KEY_TEMPLATE, f, CLIENTS_SHAPE_FIELDS).pk for d, f in subscriptions]

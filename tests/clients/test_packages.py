@@ -4,7 +4,7 @@ import pytest
 
 from omnium.clients import packages
 from omnium.clients.models import Client, Entitlement, Package, Subscription
-from omnium.delivery import sender
+from omnium.delivery.engine import sender
 from omnium.feeds.models import FeedDefinition
 from tests.delivery.fixtures import webhook_settings
 

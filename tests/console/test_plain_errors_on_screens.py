@@ -3,7 +3,7 @@ the technical detail underneath."""
 
 from devtools.processes import free_port
 from omnium.alerts.models import Alert
-from omnium.delivery import backoff, sender
+from omnium.delivery.engine import backoff, sender
 from omnium.delivery.models import SenderState
 from tests.delivery.fixtures import webhook_settings
 

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from omnium.clients.models import Client, Destination
 from omnium.delivery.models import SenderState
-from omnium.delivery.status import PAGE_SIZE
+from omnium.delivery.operations.status import PAGE_SIZE
 from tests import database_snapshots
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ at the top."""
 import pytest
 
 from omnium.clients.models import Client, Destination
-from omnium.delivery import control
 from omnium.delivery.models import DeliverySwitch
+from omnium.delivery.operations import control
 from tests.transports.kits import WEBHOOK_SECRET
 
 pytestmark = pytest.mark.django_db

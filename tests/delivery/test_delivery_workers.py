@@ -15,10 +15,10 @@ from devtools.broker import vhost_listing
 from devtools.loopback.hosts import BatchingLink
 from devtools.loopback.hosts import HoldingReceiver as SlowReceiver
 from devtools.waiting import wait_until
-from omnium.delivery.kick_consumer import PREFETCH_PER_DESTINATION
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
-from omnium.delivery.queues import announce, consumer_priority
+from omnium.delivery.worker.kick_consumer import PREFETCH_PER_DESTINATION
+from omnium.delivery.worker.queues import announce, consumer_priority
 from omnium.feeds.models import FeedDocument, PendingBuild
 from omnium.games import workflow
 from omnium.games.models import Fixture

@@ -54,7 +54,7 @@ def test_a_send_writes_nothing_at_once_and_its_success_goes_out_with_the_next_he
 
 
 def test_a_success_of_a_destination_the_worker_no_longer_serves_is_not_published(clean_redis):
-    """Deleted meanwhile: its keys went with it (delivery.key_cleanup) and must not come back."""
+    """Deleted meanwhile: its keys went with it (delivery.operations.key_cleanup) and must not come back."""
     health.sent(24)
     _beat(serving=frozenset({25}))
     assert _status_in_redis(clean_redis, 24) == {}

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from devtools import broker
 from devtools.processes import free_port
-from omnium.delivery import kicks, lease, sender, tasks
+from omnium.delivery import kicks, tasks
+from omnium.delivery.engine import lease, sender
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
 from omnium.delivery.models import DeliveryState
 from omnium.redis_client import redis_client

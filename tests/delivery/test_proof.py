@@ -8,7 +8,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from omnium.conf import omnium_setting
-from omnium.delivery import health, sender, tasks
+from omnium.delivery import health, tasks
+from omnium.delivery.engine import sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.feeds.models import FeedDocument
 from tests.delivery.fixtures import webhook_settings

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from omnium.clients.transforms.base import Marks
-from omnium.delivery import rendering
+from omnium.delivery.engine import rendering
 from omnium.feeds.models import FeedDocument
 
 SENDERS = 8

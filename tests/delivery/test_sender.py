@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from devtools.generator import Generator
 from devtools.loopback.hosts import WebhookReceiver
-from omnium.delivery import lease, owed_files, proofs, sender
+from omnium.delivery.engine import lease, owed_files, proofs, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
@@ -144,7 +144,7 @@ def test_the_longest_owed_file_is_sent_first_and_in_a_back_off_a_newer_version_b
     from django.utils import timezone
 
     from omnium.clients.models import Subscription
-    from omnium.delivery.backoff import Gate
+    from omnium.delivery.engine.backoff import Gate
     from omnium.delivery.models import SenderState
 
     destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "medals", "entries"))
@@ -170,7 +170,7 @@ def test_taking_the_lease_reads_the_first_owed_files_in_the_same_statement(small
     """A drain's first statement: the lease and the files owed first; None while another
     sender holds the lease; the lease with no file when nothing is owed; a paused destination's
     files come with their gate, and its lease is still taken (the drain ends at the gate)."""
-    from omnium.delivery.backoff import Gate
+    from omnium.delivery.engine.backoff import Gate
 
     destination = subscribe(small_games, redis_destination_settings(), feed_types=("calendar", "medals", "entries"))
     sender.drain(destination.pk)
@@ -240,7 +240,7 @@ def test_files_read_for_sending_but_not_sent_leave_no_attempt_behind(small_games
     changed as it was rendered: their attempts are forgotten, and the file is sent later with
     one attempt."""
     from omnium.delivery import models as delivery_models
-    from omnium.delivery import rendering
+    from omnium.delivery.engine import rendering
     from omnium.delivery.models import DeliverySwitch
 
     destination = subscribe(small_games, redis_destination_settings())
@@ -379,7 +379,7 @@ def test_a_redis_destination_gets_its_owed_files_in_pushes_of_many_with_a_proof_
 
 def test_a_file_that_fails_in_a_push_of_many_is_dead_lettered_and_the_others_get_their_proofs(
         small_games, subscribe):
-    from omnium.delivery.backoff import Gate, gate
+    from omnium.delivery.engine.backoff import Gate, gate
 
     settings = redis_destination_settings()
     destination = subscribe(small_games, settings, feed_types=("calendar", "medals", "results"))

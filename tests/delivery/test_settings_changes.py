@@ -1,7 +1,7 @@
 """A settings change reaches the client at once: the current version is sent again, with proof."""
 
 from omnium.clients.models import Subscription
-from omnium.delivery import sender
+from omnium.delivery.engine import sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
 from omnium.feeds.models import FeedDocument
 from tests.delivery.fixtures import webhook_settings

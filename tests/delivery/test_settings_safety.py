@@ -10,7 +10,7 @@ from django.test import override_settings
 from omnium.clients import credentials
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination, Subscription
-from omnium.delivery import sender
+from omnium.delivery.engine import sender
 from omnium.delivery.models import DeliveryState
 from omnium.feeds.models import FeedDefinition
 from tests.delivery.fixtures import webhook_settings

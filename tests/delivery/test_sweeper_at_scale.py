@@ -16,10 +16,12 @@ from django.utils import timezone
 
 from devtools.provisioning import provision_destinations
 from omnium.alerts.models import Alert
-from omnium.delivery import behind_alert, fanout, queues, tasks
-from omnium.delivery.behind_alert import KIND as BEHIND
+from omnium.delivery import fanout, tasks
 from omnium.delivery.models import DeliveryState
+from omnium.delivery.operations import behind_alert
+from omnium.delivery.operations.behind_alert import KIND as BEHIND
 from omnium.delivery.tasks import sweep_deliveries
+from omnium.delivery.worker import queues
 from tests.delivery.fixtures import webhook_settings
 
 DESTINATIONS = 5_000

@@ -10,8 +10,10 @@ from django.core.exceptions import ValidationError
 
 from devtools.waiting import wait_until
 from omnium.clients.models import Client
-from omnium.delivery import control, health, heartbeats, sender
+from omnium.delivery import health, heartbeats
+from omnium.delivery.engine import sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
+from omnium.delivery.operations import control
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Fixture

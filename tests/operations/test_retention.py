@@ -12,7 +12,8 @@ from omnium import routing
 from omnium.alerts.models import Alert
 from omnium.alerts.tasks import prune_resolved_alerts
 from omnium.clients.models import Destination, Subscription
-from omnium.delivery import health, heartbeats, sender
+from omnium.delivery import health, heartbeats
+from omnium.delivery.engine import sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.delivery.tasks import prune_attempts
 from omnium.feeds.builder import build_file

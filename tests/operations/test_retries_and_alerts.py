@@ -7,8 +7,10 @@ from django.test import override_settings
 
 from omnium.alerts import notices
 from omnium.alerts.models import Alert
-from omnium.delivery import backoff, behind_alert, control, health, sender
+from omnium.delivery import health
+from omnium.delivery.engine import backoff, sender
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, SenderState
+from omnium.delivery.operations import behind_alert, control
 from omnium.feeds.builder import build_file
 from omnium.games import workflow
 from omnium.games.models import Fixture

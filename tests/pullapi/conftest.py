@@ -6,7 +6,7 @@ from django.test import Client as HttpClient
 from django.test import RequestFactory
 
 from omnium.clients.models import ApiKey, Client, Entitlement
-from omnium.delivery import sender
+from omnium.delivery.engine import sender
 from omnium.feeds.models import FeedDefinition
 from omnium.pullapi import pull_cache_destinations, read_path
 from omnium.pullapi.catalogue import holder

@@ -4,7 +4,7 @@ import orjson
 import pytest
 
 from omnium.clients.models import Client
-from omnium.delivery import sender
+from omnium.delivery.engine import sender
 from omnium.delivery.models import DeliveryAttempt
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.catalogue import holder

@@ -83,7 +83,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_of(module: str) -> str:
-    """`omnium.delivery.sender` -> `omnium.delivery`; a top-level module is its own unit."""
+    """`omnium.delivery.engine.sender` -> `omnium.delivery`; a top-level module is its own unit."""
     return ".".join(module.split(".")[:2])
 
 

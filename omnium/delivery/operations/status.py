@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from omnium.clients.models import Client, Destination
 from omnium.conf import omnium_setting
-from omnium.delivery import dead_mans_switch, health
+from omnium.delivery import health
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch, SenderState
+from omnium.delivery.operations import dead_mans_switch
 from omnium.feeds.models import FeedDocument
 from omnium.safe_errors import plain_and_technical
 from omnium.transports import registry as transport_registry

@@ -1,7 +1,7 @@
 """Per-destination queues: which exist, how each worker declares its claim on them, and
 telling the delivery workers to consume exactly those.
 
-A delivery worker consumes every destination's queue (delivery.kick_consumer, from the
+A delivery worker consumes every destination's queue (delivery.worker.kick_consumer, from the
 database as it starts); when a destination is created, a broadcast tells running delivery
 workers to add its queue (no restart); and every sweep broadcasts the whole list, so a worker
 that missed a broadcast catches up within seconds and stops consuming the queues of deleted

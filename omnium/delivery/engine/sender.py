@@ -22,11 +22,12 @@ from omnium import claim_renewal
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
-from omnium.delivery import backoff, deletion, health, kicks, lease, owed_files, proofs, rendering
+from omnium.delivery import health, kicks
+from omnium.delivery.engine import backoff, deletion, lease, owed_files, proofs, rendering
+from omnium.delivery.engine.owed_files import OwedFile
+from omnium.delivery.engine.transport_cache import transport_for
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryState, DeliverySwitch
-from omnium.delivery.owed_files import OwedFile
-from omnium.delivery.transport_cache import transport_for
 from omnium.metrics.families import count_send, count_send_failure
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
@@ -98,7 +99,7 @@ def load_destinations(ids) -> int:
     """Load these destinations and their clients into this process's cache, a thousand a query,
     each client once; returns how many were found.
 
-    A delivery worker does this as it starts (delivery.worker_threads): a destination's first
+    A delivery worker does this as it starts (delivery.worker.worker_threads): a destination's first
     drain in a process otherwise loads it through the ORM, and the first fan-out to 5,000
     destinations after a restart spent a quarter of its senders' Python time on those loads
     (py-spy --gil, bench/scale.py)."""

@@ -16,7 +16,7 @@ from omnium import claim_renewal
 from omnium.server_binding import server_binding_cursor
 
 # Takes the lease when it is free or expired. A statement that takes it (lease.acquire, and a
-# drain with its first owed files: delivery.owed_files.take_lease) adds its own RETURNING:
+# drain with its first owed files: delivery.engine.owed_files.take_lease) adds its own RETURNING:
 # no row comes back when another sender holds it. Parameters: `acquiring`.
 ACQUIRE = """
 INSERT INTO delivery_senderstate AS s
@@ -41,7 +41,7 @@ WHERE destination_id = %(destination)s AND lease_token = %(token)s
 def released_if(condition: str) -> str:
     """SET items of an UPDATE of delivery_senderstate that let the lease %(token)s go when
     `condition` (SQL) holds: a proof's statement releases it with the last send
-    (delivery.proofs.RECORD_PROOFS)."""
+    (delivery.engine.proofs.RECORD_PROOFS)."""
     letting_go = f"({condition}) AND lease_token = %(token)s"
     return (f"lease_token = CASE WHEN {letting_go} THEN NULL ELSE lease_token END, "
             f"lease_until = CASE WHEN {letting_go} THEN NULL ELSE lease_until END")

@@ -48,7 +48,7 @@ class DeliveryKicks(bootsteps.ConsumerStep):
     def start(self, c):
         if not is_delivery_worker(c.app):
             return
-        from omnium.delivery import proofs  # its models: Django is set up once the worker starts
+        from omnium.delivery.engine import proofs  # its models: Django is set up once the worker starts
 
         self.pool, self.hostname = c.pool, c.hostname
         proofs.set_worker_name(c.hostname)
@@ -57,7 +57,7 @@ class DeliveryKicks(bootsteps.ConsumerStep):
         log.info("delivery worker: consuming %d destination queues", len(self.consumed_destinations()))
 
     def get_consumers(self, channel):
-        from omnium.delivery import queues
+        from omnium.delivery.worker import queues
 
         # Per consumer, from now on: every queue added to this consumer later included.
         channel.basic_qos(0, PREFETCH_PER_DESTINATION, False)
@@ -111,7 +111,7 @@ class DeliveryKicks(bootsteps.ConsumerStep):
         Declaring a queue and waiting is a round trip: 1,000 queues took a worker 3.9 s to
         start. Sent without waiting, an error surfaces in the consume that follows (on the
         same channel, so each queue exists before it is consumed)."""
-        from omnium.delivery import queues
+        from omnium.delivery.worker import queues
 
         missing = sorted(set(ids) - self.consumed_destinations())
         for destination_id in missing:
@@ -128,7 +128,7 @@ def _ignore(result) -> None:
 def drain(destination_id: int, ack) -> None:
     """In a pool thread: drain the destination (its database connection kept while sound),
     then acknowledge the kick, whatever the drain's end."""
-    from omnium.delivery import sender
+    from omnium.delivery.engine import sender
 
     worker_connections.before_task()
     try:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from celery import current_task
 
-from omnium.delivery import lease
+from omnium.delivery.engine import lease
 from omnium.delivery.models import DeliveryAttempt
 from omnium.server_binding import server_binding_cursor
 
@@ -49,7 +49,7 @@ def _execute(cursor, template: str, columns: Columns, rows: list[tuple], **param
     cursor.execute(_with_rows(template, columns, one_row), {**parameters, **values})
 
 
-# The attempt rows, opened by the statement that reads the files to send (delivery.owed_files):
+# The attempt rows, opened by the statement that reads the files to send (delivery.engine.owed_files):
 # a common table expression over its `owed` rows, for those whose gate is open and whose file
 # exists (the files the sender pushes next); a file can come twice in `owed` (see
 # owed_files.PICK): one attempt each. In SQL rather than through the ORM's save() (a tenth of
@@ -78,7 +78,7 @@ WITHOUT_WAITING = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', tr
 
 
 # The delivery worker's node name, for the drains its consumer step hands to the pool
-# (delivery.kick_consumer); "" in a process that is not a delivery worker.
+# (delivery.worker.kick_consumer); "" in a process that is not a delivery worker.
 _delivery_worker = ""
 
 

@@ -20,7 +20,7 @@ from omnium.alerts import notices, worker_heartbeats
 from omnium.alerts.models import Alert
 from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
-from omnium.delivery import behind_alert
+from omnium.delivery.operations import behind_alert
 from omnium.routing import BULK_QUEUES, DELIVERY_CONTROL_QUEUE, LIVE_QUEUES
 
 log = logging.getLogger(__name__)

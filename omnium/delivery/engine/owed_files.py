@@ -1,7 +1,7 @@
 """What a destination is owed next: its first owed files, with everything sending them needs.
 
 Read in one statement per file (or batch) sent, which also opens the attempt rows of the
-files it returns for sending (delivery.proofs). A drain's first read is also the statement
+files it returns for sending (delivery.engine.proofs). A drain's first read is also the statement
 that takes the destination's lease (`take_lease`): a drain of one file (a fan-out's case, one
 medal table to each of 5,000 destinations) then runs two statements, this one and its proof.
 """
@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from omnium.clients.shapes import Shape
-from omnium.delivery import backoff, lease, proofs, rendering
+from omnium.delivery.engine import backoff, lease, proofs, rendering
 from omnium.delivery.models import NEWER_THAN_FAILED
 from omnium.server_binding import server_binding_cursor
 

@@ -1,6 +1,6 @@
 """A delivery worker's start: its destination queues, and two background threads.
 
-At start the worker consumes every destination's queue (delivery.kick_consumer), and loads
+At start the worker consumes every destination's queue (delivery.worker.kick_consumer), and loads
 every destination (in a thread of its own, see sender.load_destinations). Then three threads run beside the tasks: its
 heartbeat, the control listener, and the publisher of the sends' statuses (see health).
 
@@ -19,8 +19,9 @@ from celery.signals import worker_ready
 from django.db import connections
 from redis.exceptions import RedisError
 
-from omnium.delivery import health, heartbeats, sender, transport_cache
-from omnium.delivery.control import CONTROL_CHANNEL
+from omnium.delivery import health, heartbeats
+from omnium.delivery.engine import sender, transport_cache
+from omnium.delivery.operations.control import CONTROL_CHANNEL
 from omnium.redis_client import redis_client
 from omnium.routing import is_delivery_worker
 
