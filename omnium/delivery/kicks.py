@@ -83,8 +83,10 @@ def _kick_through_one_connection(ids: list[int]) -> None:
     with current_app.producer_or_acquire() as producer:
         if producer.connection.transport.driver_type == "amqp":
             missing = _publish_where_queues_exist(producer, ids)
-            _declare_without_waiting(producer, [delivery_queue_declaration(d) for d in missing])
-            _publish(producer, missing)
+            if missing:
+                _declare_without_waiting(producer, [delivery_queue_declaration(d) for d in missing])
+                _publish(producer, missing)
+                _taken_by_the_broker(producer.channel)
         else:  # the Redis transport: a queue is a list, made by the first message
             _publish(producer, ids)
 
@@ -122,12 +124,21 @@ def _publish_where_queues_exist(producer, destination_ids) -> list[int]:
     channel.events["basic_return"].add(on_return)
     try:
         _publish(producer, destination_ids, mandatory=True)
-        # A round trip: RabbitMQ routes each publish as it takes it, so the kicks it could not
-        # route have come back before this answer.
-        channel.basic_qos(0, 0, False)
+        _taken_by_the_broker(channel)  # the kicks it could not route have come back by now
     finally:
         channel.events["basic_return"].discard(on_return)
     return [destination_id for destination_id in returned if destination_id is not None]
+
+
+def _taken_by_the_broker(channel) -> None:
+    """Return once RabbitMQ has taken every message published on `channel` so far, or raise if
+    the connection is gone. A round trip (a QoS change that changes nothing): the broker
+    handles a channel's methods in order and routes each publish as it takes it, so its
+    answer comes after every publish before it. So a kick_all that returned has its kicks in
+    their queues (a new destination's too: a purge right after it, as in a test, once raced
+    a kick still on its way and left it behind), and a connection the broker had just closed
+    raises here, and the caller tries again, instead of losing kicks without an error."""
+    channel.basic_qos(0, 0, False)
 
 
 def _mark_on_its_way(destination_ids) -> None:

@@ -14,7 +14,7 @@ from omnium.delivery.engine import lease, sender
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
 from omnium.delivery.models import DeliveryState
 from omnium.redis_client import redis_client
-from omnium.routing import delivery_queue_declaration
+from omnium.routing import delivery_queue, delivery_queue_declaration
 from tests.delivery.fixtures import webhook_settings
 
 
@@ -44,6 +44,18 @@ def test_kicking_many_destinations_puts_one_kick_naming_it_on_each_ones_queue():
 
     for destination_id in destinations:
         assert _drain_messages(destination_id) == [destination_id]
+
+
+def test_a_kick_is_in_its_queue_when_kick_all_returns_a_new_destinations_too():
+    """kick_all returns once the broker has taken its kicks, so another connection (a test's
+    purge, a count) sees them at once. A new destination's queue is made as its first kick
+    goes; that kick once went out last, unconfirmed, and could still be on its way."""
+    with current_app.connection_for_read() as connection:
+        channel = connection.default_channel
+        for destination_id in range(9_000_100, 9_000_140):  # new queues, each
+            kick_all([destination_id])
+            assert channel.queue_declare(delivery_queue(destination_id), passive=True).message_count == 1
+            channel.queue_delete(delivery_queue(destination_id))
 
 
 def test_kicks_are_transient_messages_the_broker_keeps_in_memory_only():
