@@ -69,7 +69,10 @@ class MemoryHits:
         known = keys.valid_header_key(environ)
         if known is None:
             return None
-        request = WSGIRequest(environ)
+        # A copy: Django's request writes its decoded path back into the environ it is given,
+        # and the environ goes on to Django's handler when this is no hit (which could then
+        # not make a request of it: a 500 for any path beyond Latin-1).
+        request = WSGIRequest(dict(environ))
         if not self._passes_request_side(request):
             return None
         try:

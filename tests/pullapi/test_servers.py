@@ -205,3 +205,26 @@ def test_with_the_invalidation_channel_cut_a_process_asks_redis_and_serves_the_n
         assert private_redis.commands_run() - before == Counter()
     finally:
         server.stop()
+
+
+@pytest.fixture
+def one_api_process(games):
+    server = ApiServer("pull-api-paths")
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("path", ["%F0%9F%98%80", "%C3%A9t%C3%A9", "%FF%FE", "caf%C3%A9/%E2%82%AC"])
+def test_a_path_with_any_character_is_answered_not_failed(games, entitle, one_api_process, path):
+    """Characters beyond Latin-1 in a feed path, with and without a key: a problem (400 or
+    404; 401 without a key), never a 500. (A keyed request that was no memory hit reached
+    Django with the path a first request had decoded into its environ.)"""
+    _, key = entitle("acme", games, "medals")
+    url = f"{one_api_process.url}/v1/feeds/{games.code}/{path}"
+
+    with_key = requests.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    without = requests.get(url, timeout=10)
+
+    assert with_key.status_code in (400, 404), with_key.text[:300]
+    assert with_key.headers["Content-Type"] == "application/problem+json"
+    assert without.status_code == 401
