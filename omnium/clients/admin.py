@@ -91,14 +91,21 @@ class DestinationAdmin(admin.ModelAdmin):
 
     form = DestinationForm
     change_form_template = "admin/clients/destination/change_form.html"
-    list_display = ["name", "client", "kind", "enabled", "fenced", "fast_retries"]
-    list_filter = ["kind", "enabled", "fenced", "client"]
+    list_display = ["name", "client", "kind", "enabled", "fenced", "fast_retries", "system"]
+    list_filter = ["kind", "enabled", "fenced", "system", "client"]
     search_fields = ["name", "client__name"]
     list_select_related = ["client"]
     inlines = [SubscriptionInline]
 
     def get_fieldsets(self, request, obj=None):
         return fieldsets()
+
+    def has_change_permission(self, request, obj=None):
+        """A system destination (the pull cache's) is kept by Omnium itself: read-only."""
+        return super().has_change_permission(request, obj) and not (obj is not None and obj.system)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and not (obj is not None and obj.system)
 
     def get_urls(self):
         fetch = self.admin_site.admin_view(self.fetch_host_key_view)

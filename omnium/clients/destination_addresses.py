@@ -7,6 +7,7 @@ Redis destinations write to wherever it runs.
 
 import socket
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
@@ -39,10 +40,38 @@ def _endpoints(url: str) -> frozenset:
     return frozenset((address_policy.plain_address(info[4][0]), address[1]) for info in found)
 
 
-def check(transport: type[Transport], config: dict) -> None:
+def check(transport: type[Transport], config: dict, system: bool = False) -> None:
     """Raise a ValidationError (code ``REFUSED_ADDRESS``) for each refused address the
-    destination's host resolves to now."""
+    destination's host resolves to now. Only a system destination may point at the pull
+    cache's own Redis: a client's destination there could overwrite what every pull client
+    is served."""
     address = transport.address_of(config)
-    refusals = policy().refusals_of_host(*address) if address else []
+    refusals = list(policy().refusals_of_host(*address)) if address else []
+    if address and not system and _is_the_pull_cache(*address) and not _another_database(transport, config):
+        refusals.append(f"{address[0]}:{address[1]} is the pull cache's own Redis: only Omnium's own "
+                        "destinations write there")
     if refusals:
         raise ValidationError([ValidationError(refusal, code=REFUSED_ADDRESS) for refusal in refusals])
+
+
+def _is_the_pull_cache(host: str, port: int) -> bool:
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False
+    pull_cache = _endpoints(omnium_setting("PULL_REDIS_URL"))
+    return any((address_policy.plain_address(info[4][0]), port) in pull_cache for info in found)
+
+
+def _another_database(transport: type[Transport], config: dict) -> bool:
+    """A Redis destination on the pull cache's server but in another database cannot touch
+    the pull cache's keys (and without the pull cache's password, which no client destination
+    holds, an ACL-protected server refuses it anyway: see the README)."""
+    if transport.kind != "redis":
+        return False
+    return _database_of(config.get("url", "")) != _database_of(omnium_setting("PULL_REDIS_URL"))
+
+
+def _database_of(url: str) -> int:
+    number = urlsplit(url).path.strip("/") or "0"
+    return int(number) if number.isdigit() else 0

@@ -73,7 +73,8 @@ class _DestinationSettingsForm(forms.ModelForm):
         for name in transport.credentials_schema if transport else ():
             field = self.fields[credential_field_name(kind, name)]
             field.help_text = ("Credentials are set (hidden): type new ones to replace them all, leave empty "
-                               f"to keep them. {field.help_text}")
+                               "to keep them. They are dropped if the destination is pointed elsewhere "
+                               f"({', '.join(transport.credentials_bound_to)}). {field.help_text}")
 
     def clean(self):
         cleaned = super().clean()
@@ -83,7 +84,7 @@ class _DestinationSettingsForm(forms.ModelForm):
         if transport is None:
             return cleaned
         config = self._typed_config(kind, transport.config_schema)
-        self.new_credentials = self._typed_credentials(kind, transport.credentials_schema)
+        self.new_credentials = self._typed_credentials(kind, transport.credentials_schema, config)
         self.instance.config = config
         if not self.errors:
             self._check_with_transport(kind, config)
@@ -107,15 +108,20 @@ class _DestinationSettingsForm(forms.ModelForm):
             config[name] = value
         return config
 
-    def _typed_credentials(self, kind: str, schema: dict) -> dict | None:
-        """The credentials typed in, or None to keep the stored ones (nothing typed)."""
+    def _typed_credentials(self, kind: str, schema: dict, config: dict) -> dict | None:
+        """The credentials typed in, or None to keep the stored ones: nothing typed, and the
+        destination still points where they were given for (a secret never follows it to a
+        new address: then only what is typed counts)."""
         typed = {name: self.cleaned_data[credential_field_name(kind, name)] for name in schema
                  if self.cleaned_data.get(credential_field_name(kind, name))}
-        if not typed and self.instance.credentials_encrypted and self.instance.kind == kind:
+        stored = bool(self.instance.credentials_encrypted)
+        if not typed and stored and not self.instance.points_elsewhere_than(kind, config):
             return None
+        why = ("the destination now points elsewhere: type its credentials again" if stored
+               else "credentials are never kept across kinds or addresses")
         for name, setting in schema.items():
             if setting.required and name not in typed:
-                self.add_error(credential_field_name(kind, name), "Required: credentials are never kept across kinds.")
+                self.add_error(credential_field_name(kind, name), f"Required: {why}.")
         return typed
 
     def _check_with_transport(self, kind: str, config: dict) -> None:

@@ -7,7 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from omnium.clients import credentials as credential_store
-from omnium.clients import destination_addresses, file_names, transforms
+from omnium.clients import destination_addresses, file_names, system_destinations, transforms
 from omnium.clients.shapes import Shape
 from omnium.feeds.models import FeedDefinition
 from omnium.transports import registry as transport_registry
@@ -78,6 +78,8 @@ class Destination(models.Model):
     config = models.JSONField(default=dict, blank=True,
                               help_text="Settings of this kind of transport (host, bucket, url…), as JSON.")
     credentials_encrypted = models.BinaryField(editable=False, default=b"")
+    system = models.BooleanField(default=False, editable=False,
+                                 help_text="Kept by Omnium itself (the pull cache): read-only, no stored password.")
     enabled = models.BooleanField(default=True)
     disabled_reason = models.TextField(blank=True)
     disabled_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
@@ -100,12 +102,43 @@ class Destination(models.Model):
     def __str__(self):
         return f"{self.client.name} over {self.get_kind_display()} ({self.name})"
 
+    def save(self, *args, **kwargs):
+        if self.system:
+            self.credentials_encrypted = b""  # read from the settings at each use (`credentials`)
+        self._forget_credentials_of_a_former_target(kwargs.get("update_fields"))
+        super().save(*args, **kwargs)
+
+    def _forget_credentials_of_a_former_target(self, update_fields) -> None:
+        """A secret never follows a destination to a new address: pointed elsewhere (in the
+        admin or anywhere else) with the credentials it had, it keeps none. Credentials set
+        with the change (typed again) stay."""
+        if self.pk is None or not self.credentials_encrypted:
+            return
+        if update_fields is not None and not {"kind", "config"} & set(update_fields):
+            return
+        before = Destination.objects.filter(pk=self.pk).values_list("kind", "config", "credentials_encrypted").first()
+        if before is None:
+            return
+        kind, config, stored = before
+        if bytes(self.credentials_encrypted) == bytes(stored) and self.points_elsewhere_than(kind, config):
+            self.credentials_encrypted = b""
+
     @property
     def credentials(self) -> dict:
+        if self.system:
+            return system_destinations.pull_redis_url_and_credentials()[1]
         return credential_store.decrypt(self.credentials_encrypted)
 
     def set_credentials(self, values: dict) -> None:
         self.credentials_encrypted = credential_store.encrypt(values)
+
+    def points_elsewhere_than(self, kind: str, config: dict) -> bool:
+        """Whether this destination's credentials would go somewhere else than they would with
+        `kind` and `config` (another kind, host, port, URL, bucket, user name or host key)."""
+        if kind != self.kind or kind not in transport_registry.TRANSPORTS:
+            return True
+        transport = transport_registry.TRANSPORTS[kind]
+        return transport.target_of(config or {}) != transport.target_of(self.config or {})
 
     @property
     def send_timeout_s(self) -> float:
@@ -126,7 +159,7 @@ class Destination(models.Model):
         # above its fields (a refused address beside the field that names the server).
         if problems:
             raise ValidationError(problems)
-        destination_addresses.check(transport, self.config or {})
+        destination_addresses.check(transport, self.config or {}, system=self.system)
         if self.fenced and not self.fence_reason.strip():
             raise ValidationError({"fence_reason": "Say why the destination is fenced."})
         if not self.enabled and not self.disabled_reason.strip():

@@ -10,13 +10,12 @@ and the split and public files of `feeds.resolvers` are added as definitions and
 """
 
 from datetime import timedelta
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from django.db import transaction
 
 from omnium.clients.models import Client, Destination, Entitlement, Subscription
 from omnium.clients.shapes import AS_BUILT
-from omnium.conf import omnium_setting
+from omnium.clients.system_destinations import pull_redis_url_and_credentials
 from omnium.feeds import debounce, record_ids
 from omnium.feeds.builder import build_file, files_of
 from omnium.feeds.doc_keys import FileKey
@@ -41,14 +40,12 @@ def ensure_definitions(games: Games) -> list[FeedDefinition]:
 
 
 def _redis_destination(client: Client, name: str, key_prefix: str) -> Destination:
-    url, credentials = _url_and_credentials(omnium_setting("PULL_REDIS_URL"))
+    url, _ = pull_redis_url_and_credentials()  # its credentials too are read from the settings at each use
     config = {"url": url, "key_prefix": key_prefix}
     destination = Destination.objects.filter(client=client, name=name).first()
     if destination is None:
         destination = Destination(client=client, name=name, kind="redis", config=config)
-    destination.kind, destination.config = "redis", config
-    if destination.credentials != credentials:  # compared in plain: each encryption differs, and a change resends
-        destination.set_credentials(credentials)
+    destination.kind, destination.config, destination.system = "redis", config, True
     destination.full_clean()
     destination.save()
     return destination
@@ -59,17 +56,6 @@ def _redis_destination(client: Client, name: str, key_prefix: str) -> Destinatio
 AS_BUILT_FIELDS = {"transform": AS_BUILT.transform, "include_version": AS_BUILT.include_version,
                    "include_result_marks": AS_BUILT.include_result_marks}
 CLIENTS_SHAPE_FIELDS = {"transform": "", "include_version": None, "include_result_marks": None}
-
-
-def _url_and_credentials(url: str) -> tuple[str, dict]:
-    """The pull Redis's URL without its user name and password, which a destination keeps in
-    its encrypted credentials (a plain config never holds a secret)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, {}
-    credentials = {"username": unquote(parts.username or ""), "password": unquote(parts.password or "")}
-    plain = parts._replace(netloc=parts.netloc.rpartition("@")[2])
-    return urlunsplit(plain), {name: value for name, value in credentials.items() if value}
 
 
 def _subscribe(destination: Destination, definition: FeedDefinition, template: str, filter: str = "",

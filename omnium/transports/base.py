@@ -210,6 +210,12 @@ class Transport:
         The setting that names the server, and the (host, port) it connects to (None: a
         fixed public service, e.g. Amazon S3), checked against ``address_policy`` on save.
 
+    ``credentials_bound_to`` / ``target_of(config)``
+        The settings that say where the credentials go (host, port, URL, bucket, the user
+        name, what proves the server is the right one). Changing any of them drops the stored
+        credentials unless they are typed again (clients.models: a secret never follows a
+        destination to a new address).
+
     ``cut()``
         Stops a send in progress from another thread (it fails, transient).
 
@@ -226,6 +232,7 @@ class Transport:
     config_schema: ClassVar[Schema] = TIMEOUT_SETTINGS
     credentials_schema: ClassVar[Schema] = {}
     address_setting: ClassVar[str] = "host"
+    credentials_bound_to: ClassVar[tuple[str, ...]] = ("host", "port")
     files_per_push: ClassVar[int] = 1
 
     def __init__(self, config: dict, credentials: dict):
@@ -244,6 +251,12 @@ class Transport:
     @classmethod
     def validate_credentials(cls, credentials: dict) -> list[str]:
         return validate(cls.credentials_schema, credentials)
+
+    @classmethod
+    def target_of(cls, config: dict) -> dict:
+        """The settings of ``config`` that its credentials are bound to, defaults filled in."""
+        settings = with_defaults(cls.config_schema, config or {})
+        return {name: settings.get(name) for name in cls.credentials_bound_to}
 
     @classmethod
     def address_of(cls, config: dict) -> tuple[str, int] | None:

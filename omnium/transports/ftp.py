@@ -48,6 +48,7 @@ class FTPTransport(Transport):
                            help="PEM certificate of a CA to trust instead of the system's (FTPS only)."),
         "passive": Setting(bool, default=True, help="Passive mode: we open the data connections."),
     }
+    credentials_bound_to = ("host", "port", "username", "tls", "ca_cert")
     credentials_schema = {"password": Setting(str, default="", help="Password of the account.")}
 
     def __init__(self, config: dict, credentials: dict):

@@ -66,6 +66,7 @@ class RedisTransport(Transport):
                        help="redis://host:port/db (user name and password go in the credentials)"),
         "key_prefix": Setting(str, default="feed:", help="Prefix of every key written."),
     }
+    credentials_bound_to = ("url",)
     credentials_schema = {
         "username": Setting(str, help="ACL user name, if any."),
         "password": Setting(str, help="Password, if any."),

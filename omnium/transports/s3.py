@@ -61,6 +61,7 @@ class S3Transport(Transport):
         "addressing_style": Setting(str, default="auto", choices=("auto", "path", "virtual"),
                                     help="'path' for most S3-compatible servers."),
     }
+    credentials_bound_to = ("endpoint_url", "bucket")
     credentials_schema = {
         "access_key": Setting(str, required=True, help="Access key ID."),
         "secret_key": Setting(str, required=True, help="Secret access key."),

@@ -110,6 +110,7 @@ class SFTPTransport(Transport):
                                  "and confirm its fingerprint with the server's owner."),
         "directory": Setting(str, default="", help="Folder files go to; empty for the login folder."),
     }
+    credentials_bound_to = ("host", "port", "username", "host_key")
     credentials_schema = {
         "password": Setting(str, help="Password, if the server takes one."),
         "private_key": Setting(str, multiline=True, help="Private key (OpenSSH or PEM): Ed25519, ECDSA or RSA."),

@@ -101,6 +101,7 @@ class WebhookTransport(Transport):
         "url": Setting(str, required=True, check=_url_problem, help="The receiver's URL; https:// unless on a private network."),
     }
     address_setting = "url"
+    credentials_bound_to = ("url",)
     credentials_schema = {
         "secret": Setting(str, required=True, check=_secret_problem,
                           help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver."),

@@ -10,6 +10,7 @@ from tests.transports.kits import WEBHOOK_SECRET
 pytestmark = pytest.mark.django_db
 
 SFTP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+OTHER_SFTP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINjFGThgAKLuNEr8aiUNbhLv+WTfow9HQUbaZhRqIuC5"
 PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-real-key-but-never-shown\n-----END OPENSSH PRIVATE KEY-----"
 
 
@@ -91,16 +92,70 @@ def test_typed_credentials_are_never_rendered_back(admin_client, client_row):
     assert "errornote" in page and "not-a-real-key-but-never-shown" not in page
 
 
-def test_saving_without_typing_credentials_keeps_the_stored_ones(admin_client, client_row):
+def test_saving_without_typing_credentials_keeps_them_while_the_destination_points_where_it_did(
+        admin_client, client_row):
     admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row))
     destination = Destination.objects.get()
 
     reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/",
-                              _sftp_form(client_row, sftp__cred__password="", sftp__port="2200"))
+                              _sftp_form(client_row, sftp__cred__password="", sftp__directory="elsewhere"))
 
     assert reply.status_code == 302
     destination.refresh_from_db()
-    assert destination.config["port"] == 2200 and destination.credentials == {"password": "s3cret-pass"}
+    assert destination.config["directory"] == "elsewhere" and destination.credentials == {"password": "s3cret-pass"}
+
+
+@pytest.mark.parametrize("field, value", [("sftp__host", "attacker.example.com"), ("sftp__port", "2200"),
+                                          ("sftp__username", "someone-else"), ("sftp__host_key", OTHER_SFTP_KEY)])
+def test_pointing_a_destination_elsewhere_asks_for_its_credentials_again(admin_client, client_row, field, value):
+    """Stored credentials never follow a destination to a new address (or to a server that
+    proves itself with another host key): they must be typed again."""
+    admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row))
+    destination = Destination.objects.get()
+
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/",
+                              _sftp_form(client_row, sftp__cred__password="", **{field: value}))
+
+    assert reply.status_code == 200, "refused"
+    assert "password or private_key is required" in str(reply.context["adminform"].form.errors)
+    destination.refresh_from_db()
+    assert destination.config["host"] == "sftp.example.com" and destination.credentials == {"password": "s3cret-pass"}
+
+    typed_again = _sftp_form(client_row, sftp__cred__password="new-pass", **{field: value})
+    assert admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", typed_again).status_code == 302
+    destination.refresh_from_db()
+    assert destination.credentials == {"password": "new-pass"}
+
+
+def test_a_webhook_pointed_at_a_new_url_needs_its_secret_typed_again(admin_client, client_row):
+    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
+            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
+            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    admin_client.post("/admin/clients/destination/add/", form)
+    destination = Destination.objects.get(name="hook")
+
+    moved = {**form, "webhook__url": "https://attacker.example.net/f", "webhook__cred__secret": ""}
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", moved)
+
+    errors = reply.context["adminform"].form.errors
+    assert "the destination now points elsewhere: type its credentials again" in errors["webhook__cred__secret"][0]
+    destination.refresh_from_db()
+    assert destination.config["url"] == "https://hooks.example.com/f"
+
+
+def test_a_destination_pointed_elsewhere_outside_the_admin_keeps_no_credentials(client_row):
+    destination = Destination.objects.create(client=client_row, name="ftp", kind="ftp",
+                                             config={"host": "ftp.example.com", "username": "feeds"})
+    destination.set_credentials({"password": "s3cret-pass"})
+    destination.save()
+
+    destination.config = {**destination.config, "directory": "incoming"}
+    destination.save()
+    assert Destination.objects.get().credentials == {"password": "s3cret-pass"}, "same server: kept"
+
+    destination.config = {**destination.config, "host": "attacker.example.com"}
+    destination.save()
+    assert Destination.objects.get().credentials == {}, "a new server gets no stored password"
 
 
 def test_the_change_page_fills_the_typed_fields_from_the_stored_json(admin_client, client_row):

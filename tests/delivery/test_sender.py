@@ -306,6 +306,7 @@ def test_a_change_to_the_destination_or_its_client_applies_from_the_next_file(sm
     moved_to = WebhookReceiver(WEBHOOK_SECRET).start()
     try:
         destination.config = {**destination.config, "url": moved_to.url}
+        destination.set_credentials({"secret": WEBHOOK_SECRET})  # typed again: a secret never follows a new URL
         destination.save()
         change_and_rebuild(small_games, 71)
         assert sender.drain(destination.pk) == sender.Outcome.DRAINED

@@ -48,7 +48,8 @@ def test_a_fixed_destination_config_is_tried_at_once_despite_its_back_off(small_
     assert sender.drain(destination.pk) == sender.Outcome.FAILED
     assert sender.drain(destination.pk) == sender.Outcome.IDLE, "backing off at the slow pace"
 
-    destination.config = webhook_settings(receiver.url)[1]
+    _, destination.config, secret = webhook_settings(receiver.url)
+    destination.set_credentials(secret)  # typed again with the new URL
     destination.full_clean()
     destination.save()
 

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.test import override_settings
 
 from omnium.clients.models import Client, Destination
-from omnium.pullapi.pull_cache_destinations import _url_and_credentials
+from omnium.clients.system_destinations import pull_redis_url_and_credentials
 from omnium.transports.address_policy import AddressPolicy
 from omnium.transports.base import TransportError
 from omnium.transports.failures import Reason
@@ -166,8 +166,8 @@ def test_the_admin_form_shows_a_refused_address_beside_the_url_field(admin_clien
     assert not Destination.objects.exists()
 
 
-def test_the_pull_cache_keeps_its_redis_password_in_the_credentials():
-    assert _url_and_credentials("redis://:p%40ss@10.0.0.5:6379/2") == ("redis://10.0.0.5:6379/2",
-                                                                      {"password": "p@ss"})
-    assert _url_and_credentials("rediss://omnium:pw@cache:6380/0") == ("rediss://cache:6380/0",
-                                                                       {"username": "omnium", "password": "pw"})
+def test_the_pull_cache_redis_url_is_split_into_a_plain_url_and_its_credentials(settings):
+    settings.OMNIUM = {**settings.OMNIUM, "PULL_REDIS_URL": "redis://:p%40ss@10.0.0.5:6379/2"}
+    assert pull_redis_url_and_credentials() == ("redis://10.0.0.5:6379/2", {"password": "p@ss"})
+    settings.OMNIUM = {**settings.OMNIUM, "PULL_REDIS_URL": "rediss://omnium:pw@cache:6380/0"}
+    assert pull_redis_url_and_credentials() == ("rediss://cache:6380/0", {"username": "omnium", "password": "pw"})
