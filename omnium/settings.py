@@ -240,6 +240,10 @@ OMNIUM = {
     # The first change to a quiet file (no pending change, no version for BUILD_QUIET_S) is
     # built at once; what follows it is debounced as above. Off: every change waits.
     "BUILD_LEADING_EDGE": _bool("OMNIUM_BUILD_LEADING_EDGE", True),
+    # A file whose build failed this many times in a row opens a `build_failing` alert
+    # (a failed build is tried again every 5 s: with 3, the alert opens about 10 s after the
+    # first failure); it resolves when the file builds (omnium/feeds/build_alerts.py).
+    "BUILD_ALERT_AFTER_FAILURES": _int("OMNIUM_BUILD_ALERT_AFTER_FAILURES", 3, minimum=1),
     # A worker that consumes only bulk queues runs this much nicer (0-19), so that live builds
     # and sends get the cores first on a shared host (omnium/worker_priority.py).
     "BULK_WORKER_NICE": _int("OMNIUM_BULK_WORKER_NICE", 10, minimum=0),

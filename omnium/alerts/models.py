@@ -5,7 +5,7 @@ from django.db.models import Q
 
 
 class Alert(models.Model):
-    kind = models.CharField(max_length=40)  # stat_job_failed, destination_failing, destination_behind
+    kind = models.CharField(max_length=40)  # stat_job_failed, build_failing, destination_failing, destination_behind
     subject = models.CharField(max_length=200)  # what it is about, e.g. "destination:12"
     message = models.TextField()
     details = models.JSONField(default=dict, blank=True)

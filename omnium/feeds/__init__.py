@@ -8,6 +8,7 @@
 - `builder`: resolve → `canonical` bytes → hash → a new version only on change; announces it
   through `signals` (`file_version_saved` / `_committed`: delivery listens; feeds never
   imports it).
-- `hints`, `tasks`: post-commit wake-ups and the build lanes.
+- `hints`, `tasks`: post-commit wake-ups and the build lanes; `build_alerts`: a file whose
+  builds keep failing opens an alert (and resolves it once it builds).
 - `admin`, `apps`; `management/commands/build_feeds`: build every file of a Games now.
 """

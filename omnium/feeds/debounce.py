@@ -94,6 +94,7 @@ class Claim:
     token: uuid.UUID
     generation: int
     claimed_at: datetime
+    failed_builds: int = 0  # the builds of this file that failed in a row before this claim
 
 
 # Which due live file first:
@@ -129,7 +130,7 @@ WHERE doc_key = (
     ORDER BY COALESCE(every_filter.n, 0) + COALESCE(own_filter.n, 0) DESC,
              p.first_change_at, d.size DESC NULLS FIRST
     LIMIT 1 FOR UPDATE OF p SKIP LOCKED)
-RETURNING doc_key, generation, claimed_at
+RETURNING doc_key, generation, claimed_at, failed_builds
 """
 
 # Bulk files first come, first served, along the (lane, due_at) index: a bulk lane can hold
@@ -146,7 +147,7 @@ WHERE doc_key = (
       AND (p.claimed_until IS NULL OR p.claimed_until < clock_timestamp())
     ORDER BY p.due_at
     LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING doc_key, generation, claimed_at
+RETURNING doc_key, generation, claimed_at, failed_builds
 """
 
 
@@ -163,7 +164,7 @@ def _claim(statement: str, lane: str) -> Claim | None:
     with connection.cursor() as cursor:
         cursor.execute(statement, {"token": token, "lane": lane, "ttl": claim_renewal.ttl_s()})
         row = cursor.fetchone()
-    return Claim(row[0], token, row[1], row[2]) if row else None
+    return Claim(row[0], token, row[1], row[2], row[3]) if row else None
 
 
 def renew(claim: Claim) -> bool:
@@ -188,7 +189,7 @@ def finish(claim: Claim) -> bool:
         # no earlier than our claim, so counting from the claim keeps the cap (BUILD_MAX_WAIT_S).
         cursor.execute(
             """UPDATE feeds_pendingbuild SET claim_token = NULL, claimed_until = NULL,
-                   first_change_at = %(at)s,
+                   first_change_at = %(at)s, failed_builds = 0, last_error = '',
                    due_at = LEAST(%(at)s + %(max_wait)s * interval '1 second',
                                   last_change_at + %(quiet)s * interval '1 second')
                WHERE doc_key = %(key)s AND claim_token = %(token)s""",
@@ -199,7 +200,7 @@ def finish(claim: Claim) -> bool:
 
 
 def release(claim: Claim, retry_in_s: float) -> None:
-    """Give a claim back after a failed or superseded build; due again in `retry_in_s`."""
+    """Give a claim back after a superseded build; due again in `retry_in_s`."""
     with connection.cursor() as cursor:
         cursor.execute(
             """UPDATE feeds_pendingbuild SET claim_token = NULL, claimed_until = NULL,
@@ -207,6 +208,22 @@ def release(claim: Claim, retry_in_s: float) -> None:
                WHERE doc_key = %s AND claim_token = %s""",
             [retry_in_s, claim.doc_key, claim.token],
         )
+
+
+def release_failed(claim: Claim, retry_in_s: float, error: str) -> int:
+    """Give a claim back after its build failed; due again in `retry_in_s`. Returns how many
+    builds of the file have now failed in a row."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """UPDATE feeds_pendingbuild SET claim_token = NULL, claimed_until = NULL,
+                   due_at = clock_timestamp() + %s * interval '1 second',
+                   failed_builds = failed_builds + 1, last_error = %s
+               WHERE doc_key = %s AND claim_token = %s
+               RETURNING failed_builds""",
+            [retry_in_s, error, claim.doc_key, claim.token],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else claim.failed_builds + 1
 
 
 def next_due_in(lanes: list[str]) -> float | None:

@@ -114,6 +114,9 @@ class PendingBuild(models.Model):
     claim_token = models.UUIDField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    # Written by raw SQL (debounce.py), so their defaults are the database's.
+    failed_builds = models.PositiveIntegerField(db_default=0)  # in a row; 0 again once it builds
+    last_error = models.TextField(blank=True, db_default="")
 
     class Meta:
         indexes = [models.Index(fields=["lane", "due_at"], name="pending_build_due")]

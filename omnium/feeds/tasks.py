@@ -11,7 +11,7 @@ from redis.exceptions import RedisError
 
 from omnium import claim_renewal
 from omnium.conf import omnium_setting
-from omnium.feeds import builder, changes, debounce
+from omnium.feeds import build_alerts, builder, changes, debounce
 from omnium.feeds.hints import wake_builders
 from omnium.redis_client import redis_client
 from omnium.routing import BUILD_LANES, LIVE, build_queue
@@ -75,14 +75,17 @@ def build_due(lane: str) -> int:
 def _build_claimed(claim: debounce.Claim) -> None:
     try:
         result = builder.build_file(claim.doc_key)
-    except Exception:
+    except Exception as exc:
         log.exception("build of %s failed; retrying in %s s", claim.doc_key, FAILED_RETRY_S)
-        debounce.release(claim, FAILED_RETRY_S)
+        error = build_alerts.error_text(exc)
+        build_alerts.failed(claim.doc_key, debounce.release_failed(claim, FAILED_RETRY_S, error), error)
         return
     if result.outcome == builder.SUPERSEDED:
         debounce.release(claim, SUPERSEDED_RETRY_S)
         return
     debounce.finish(claim)
+    if claim.failed_builds:
+        build_alerts.built_again(claim.doc_key)
     _count_build(result.outcome)
     log.info("built %s: %s seq=%s %d bytes in %.3f s", result.doc_key, result.outcome, result.seq,
              result.size, result.seconds)
