@@ -113,6 +113,15 @@ SECURE_HSTS_PRELOAD = _bool("DJANGO_SECURE_HSTS_PRELOAD", not DEBUG)
 # arrived over HTTPS look like HTTP and are redirected forever.
 SECURE_SSL_REDIRECT = _bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
 SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
+# Staff sessions last a working day, not Django's two weeks: a laptop left logged in, or a
+# session cookie taken, is good for hours at most. Every password a person sets is checked.
+SESSION_COOKIE_AGE = _int("DJANGO_SESSION_COOKIE_AGE", 8 * 3600, minimum=60)
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
