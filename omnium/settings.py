@@ -407,3 +407,6 @@ SPECTACULAR_SETTINGS = {
 # Legacy clients may send their key in the address: no log line may carry it.
 LOGGING.setdefault("filters", {})["scrub_api_keys"] = {"()": "omnium.pullapi.log_scrubbing.ScrubApiKeys"}
 LOGGING["handlers"]["console"]["filters"] = ["scrub_api_keys"]
+# A load balancer's readiness probe answered 503 is the balancer's to act on, every second or two.
+LOGGING["filters"]["quiet_probes"] = {"()": "omnium.pullapi.log_scrubbing.QuietProbes"}
+LOGGING["handlers"]["console"]["filters"].append("quiet_probes")

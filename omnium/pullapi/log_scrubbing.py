@@ -1,4 +1,5 @@
-"""A logging filter that blanks API keys out of every log line.
+"""Logging filters of the API process: API keys blanked out of every log line, and no line
+for a load balancer's probe.
 
 Legacy clients send their key in the address (?key=omk_…); servers and Django log
 addresses. The filter rewrites the formatted message, so it works for any logger whose
@@ -22,3 +23,14 @@ class ScrubApiKeys(logging.Filter):
         if "omk_" in message or "key=" in message.lower():
             record.msg, record.args = scrub(message), None
         return True
+
+
+PROBE_PATHS = ("/healthz", "/readyz")
+
+
+class QuietProbes(logging.Filter):
+    """Drops django.request's line for a probe answered 503 (omnium.pullapi.readiness): a
+    balancer asks every second or two, and it, not the log, acts on the answer."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return getattr(getattr(record, "request", None), "path", None) not in PROBE_PATHS
