@@ -21,6 +21,11 @@ one JSON object.
                       every connection's: the senders', the builders', the sweeper's, this
                       process's)
   sweep_deliveries_s  the sweeper with every destination (best of three, in this process)
+  at_rest / per_destination   once every destination is delivered and idle: RabbitMQ's
+                      destination queues (count, memory, consumers) and its nodes' memory,
+                      the rows and bytes (indexes included) of each table that grows with
+                      destinations, each delivery worker's resident memory; and per
+                      destination (the nodes' memory against the run's start)
   fanout_5000_s       one medal award to every destination: commit -> last confirmation;
                       it includes the medal-table stat job, the 1 s quiet period and the build
   sends_per_s         confirmed sends a second during that fan-out (first send -> last)
@@ -97,10 +102,12 @@ os.environ["BENCH_REDIS_URL"] = REDIS.url(0)
 prepare("omnium_bench_scale", redis_db=0)
 
 from celery import current_app  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from devtools import processes  # noqa: E402
+from bench import footprint  # noqa: E402
+from devtools import broker, processes  # noqa: E402
 from devtools.generator import Generator, delete_games, games_code  # noqa: E402
 from devtools.loopback.hosts import WebhookReceiver  # noqa: E402
 from devtools.loopback.receivers import webhook_secret  # noqa: E402
@@ -136,14 +143,14 @@ def fresh_games():
 def destination_settings(receiver: WebhookReceiver, first: int, count: int) -> dict:
     """{name: (kind, config, credentials)}: webhooks on the loopback receiver, every fifth a
     Redis destination on the bench's redis-server."""
-    settings = {}
+    chosen = {}
     for n in range(first, first + count):
         if n % REDIS_EVERY == REDIS_EVERY - 1:
-            settings[f"redis-{n}"] = ("redis", {"url": REDIS.url(1), "key_prefix": f"d{n}:"}, {})
+            chosen[f"redis-{n}"] = ("redis", {"url": REDIS.url(1), "key_prefix": f"d{n}:"}, {})
         else:
-            settings[f"hook-{n}"] = ("webhook", receiver.destination_config(f"{receiver.url}/d{n}"),
-                                     receiver.credentials())
-    return settings
+            chosen[f"hook-{n}"] = ("webhook", receiver.destination_config(f"{receiver.url}/d{n}"),
+                                   receiver.credentials())
+    return chosen
 
 
 def provision(games, receiver, first: int, count: int) -> tuple[list[int], float]:
@@ -349,6 +356,14 @@ def host_failover_s():
     return json.loads(reply.stdout)["host_failover_s"]
 
 
+def at_rest(running, env, destinations: int) -> dict:
+    """What every destination costs once delivered and idle: RabbitMQ, PostgreSQL, workers."""
+    delivery = [p.pid for p in running if p.name.startswith("bench-scale-delivery")]
+    return {"broker": footprint.broker_footprint(env["CELERY_BROKER_URL"], destinations),
+            "database": footprint.database_footprint(),
+            "delivery_worker_rss_mb": [resident_mb(pid) for pid in delivery]}
+
+
 def at_scale(args, games, awards, receiver, ids, env) -> dict:
     """Every destination: provisioning, a worker's start and memory, the sweeper, the fan-out."""
     more, provision_s = provision(games, receiver, len(ids), args.destinations - len(ids))
@@ -361,15 +376,17 @@ def at_scale(args, games, awards, receiver, ids, env) -> dict:
         log("initial catch-up")
         wait_caught_up(ids, 900)
         result["sweep_deliveries_s"] = sweep_seconds()
+        result["at_rest"] = at_rest(running, env, len(ids))
+        result["per_destination"] = footprint.per_destination(result["at_rest"], args.broker_baseline_bytes, len(ids))
         log(f"fan-out to {len(ids)} destinations")
         delivery = [p.pid for p in running if p.name.startswith("bench-scale-delivery")]
-        broker = broker_pids()
-        cpu_before, broker_cpu_before = cpu_seconds(delivery), cpu_seconds(broker)
+        rabbitmq = broker_pids()
+        cpu_before, broker_cpu_before = cpu_seconds(delivery), cpu_seconds(rabbitmq)
         postgres_before = cpu_by_process(postgres_pids())
         fanout = awards.award_next(ids, 300)
         sends = max(1, fanout["sends"])
         cpu_ms_per_send = (cpu_seconds(delivery) - cpu_before) * 1000 / sends
-        result["broker_cpu_ms_per_send"] = round((cpu_seconds(broker) - broker_cpu_before) * 1000 / sends, 1)
+        result["broker_cpu_ms_per_send"] = round((cpu_seconds(rabbitmq) - broker_cpu_before) * 1000 / sends, 1)
         postgres_spent = sum(cpu - postgres_before.get(pid, 0.0) for pid, cpu in cpu_by_process(postgres_pids()).items())
         result["postgres_cpu_ms_per_send"] = round(postgres_spent * 1000 / sends, 1)
         result.update({"fanout_5000_s": fanout["seconds"], "fanout_5000_sends": fanout["sends"],
@@ -392,6 +409,7 @@ def run(args) -> dict:
     env = dict(os.environ)
     threads = args.delivery_workers * args.delivery_threads
     try:
+        args.broker_baseline_bytes = broker.node_memory_bytes(settings.CELERY_BROKER_MANAGEMENT_URL)
         result = {"load_average_1m_at_start": os.getloadavg()[0], "cores": os.cpu_count(),
                   "raw_post_rps": raw_post_rps(f"{receiver.url}/raw", receiver.secret, threads)}
         ids, _ = provision(games, receiver, 0, min(COMPARED_DESTINATIONS, args.destinations))

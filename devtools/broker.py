@@ -70,6 +70,11 @@ def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]
     return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
 
 
+def node_memory_bytes(management_url: str) -> int:
+    """The memory every RabbitMQ node in the cluster uses now (the management API's mem_used)."""
+    return sum(node.get("mem_used", 0) for node in _call("get", f"{management_url.rstrip('/')}/nodes", ok=(200,)).json())
+
+
 def close_connections(management_url: str, broker_url: str, listed_within_s: float = 15.0) -> int:
     """Close every client connection to the vhost of `broker_url` from the broker's side, as
     RabbitMQ does to one that missed its heartbeats; returns how many. The management API
