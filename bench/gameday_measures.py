@@ -95,7 +95,7 @@ def older_after_newer_at_webhooks(receivers) -> tuple[int, int]:
     for receiver in receivers:
         for delivery in list(receiver.deliveries):
             headers = {name.lower(): value for name, value in delivery.headers.items()}
-            if not (delivery.verified and 200 <= delivery.operations.status < 300 and "omnium-version" in headers):
+            if not (delivery.verified and 200 <= delivery.status < 300 and "omnium-version" in headers):
                 continue
             key, version = (id(receiver), delivery.path, headers.get("omnium-path")), int(headers["omnium-version"])
             older += version < newest[key]
