@@ -59,7 +59,7 @@ def _is_the_pull_cache(host: str, port: int) -> bool:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror:
         return False
-    pull_cache = _endpoints(omnium_setting("PULL_REDIS_URL"))
+    pull_cache = policy().allowed_endpoints  # resolved once per setting, not at every save
     return any((address_policy.plain_address(info[4][0]), port) in pull_cache for info in found)
 
 
