@@ -52,11 +52,11 @@ class QuietHandler(BaseHTTPRequestHandler):
 
 
 class HoldingReceiver:
-    """Answers every POST after `hold_s`, and counts requests in flight per URL path
-    (two at once on one path: two senders for one destination)."""
+    """Answers every POST after `hold_s` (sooner once `release` is set), and counts requests in
+    flight per URL path (two at once on one path: two senders for one destination)."""
 
     def __init__(self, hold_s: float):
-        self.hold_s, self.lock = hold_s, threading.Lock()
+        self.hold_s, self.lock, self.release = hold_s, threading.Lock(), threading.Event()
         self.in_flight, self.max_in_flight, self.received = {}, {}, []
         receiver = self
 
@@ -64,7 +64,7 @@ class HoldingReceiver:
             def do_POST(self):
                 self.read_body()
                 receiver._enter(self.path)
-                time.sleep(receiver.hold_s)
+                receiver.release.wait(receiver.hold_s)
                 receiver._leave(self.path)
                 self.answer()
 

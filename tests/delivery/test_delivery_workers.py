@@ -85,7 +85,9 @@ def test_a_delivery_worker_drains_in_its_pool_and_acknowledges_each_kick_after_i
     """kick_consumer: the drain runs in the worker's thread pool, the attempt names the worker,
     a kick stays unacknowledged while its drain runs (a worker that dies returns it), and the
     destination's queue is among those the worker reports (Flower's broker view lists them)."""
-    slow_receiver.hold_s = 7.0  # RabbitMQ's management API refreshes its counts every 5 s
+    # Held until the count is seen (RabbitMQ's management API refreshes its counts every 5 s, later
+    # on a busy machine), and below the send timeout so the held send still succeeds.
+    slow_receiver.hold_s = 12.0
     destination = subscribe(small_games, webhook_settings(slow_receiver.url("strategy"), send_timeout=15))
     wait_until(lambda: slow_receiver.received, 10, message="a send in progress")
     queue_name = delivery_queue(destination.pk)
@@ -94,7 +96,8 @@ def test_a_delivery_worker_drains_in_its_pool_and_acknowledges_each_kick_after_i
         queues = vhost_listing(settings.CELERY_BROKER_MANAGEMENT_URL, settings.CELERY_BROKER_URL, "queues")
         return next(q.get("messages_unacknowledged", 0) for q in queues if q["name"] == queue_name)
 
-    wait_until(lambda: unacknowledged() == 1, 6.5, interval=0.5, message="the kick held while its drain runs")
+    wait_until(lambda: unacknowledged() == 1, 11, interval=0.5, message="the kick held while its drain runs")
+    slow_receiver.release.set()
     wait_until(lambda: delivered(destination, calendar_seq(small_games)), 10, message="sent")
     wait_until(lambda: unacknowledged() == 0, 10, interval=0.5, message="the kick acknowledged after its drain")
     worker = f"delivery@{socket.gethostname()}"
