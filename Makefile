@@ -11,12 +11,14 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
 # settings refuse unless DEBUG is on (production is the default: omnium/settings.py).
 export DJANGO_DEBUG ?= true
 
-.PHONY: demo test test-fast lint install services test-servers database bench gameday
+.PHONY: demo test test-fast lint docs install services test-servers database bench gameday
 
-$(VENV)/installed: requirements.txt
+# A developer machine gets the product's packages and the tools' (requirements-dev.txt names
+# requirements.txt); a production host installs requirements.txt alone.
+$(VENV)/installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
 install: $(VENV)/installed
@@ -24,7 +26,7 @@ install: $(VENV)/installed
 services:
 	scripts/ensure-services.sh
 
-# Real loopback servers (OpenSSH sshd for SFTP; the rest come with requirements.txt).
+# Real loopback servers (OpenSSH sshd for SFTP; the rest come with requirements-dev.txt).
 test-servers: install
 	scripts/test-servers/install.sh
 
@@ -51,9 +53,20 @@ lint: install
 TEST_PROCESSES ?= 4
 PARALLEL := -n $(TEST_PROCESSES) --dist worksteal
 
+# The docs are built last: their admin screenshots are the ones the browser test just took.
 test: lint services test-servers
 	$(TEST_ENV) $(PY) -m pytest $(PARALLEL) -m "not alone"
 	$(TEST_ENV) $(PY) -m pytest -m alone
+	$(SPHINX)
+
+# The docs site (docs/: Sphinx with MyST pages) into var/docs/, warnings as errors: a broken
+# link, a page in no table of contents or a missing screenshot fails it. The admin guide's
+# screenshots are those the browser test took last (var/screenshots/); with none yet, it runs
+# that test first.
+SPHINX := $(PY) -m sphinx -W --keep-going -q -b html docs var/docs
+docs: install services test-servers
+	test -f var/screenshots/admin-connection-test.png || $(TEST_ENV) $(PY) -m pytest -q tests/browser
+	$(SPHINX)
 
 # Pure and single-process database tests: no Celery process, no server process.
 test-fast: lint services

@@ -161,7 +161,7 @@ def provision(games, receiver, first: int, count: int) -> tuple[list[int], float
     return [d.pk for d in made], provision_s
 
 
-# The tables provisioning filled. A production PostgreSQL runs autovacuum (README: "Running on
+# The tables provisioning filled. A production PostgreSQL runs autovacuum (docs/operations/deploy.md: "Running on
 # several machines"), which analyzes a table once a tenth of it changed; this machine's runs
 # with autovacuum off, so without this the planner would take 5,000 destinations for the
 # handful it saw before provisioning, and the sender's prepared statements would scan

@@ -66,7 +66,7 @@ def _is_the_pull_cache(host: str, port: int) -> bool:
 def _another_database(transport: type[Transport], config: dict) -> bool:
     """A Redis destination on the pull cache's server but in another database cannot touch
     the pull cache's keys (and without the pull cache's password, which no client destination
-    holds, an ACL-protected server refuses it anyway: see the README)."""
+    holds, an ACL-protected server refuses it anyway: see docs/admin-guide.md)."""
     if transport.kind != "redis":
         return False
     return _database_of(config.get("url", "")) != _database_of(omnium_setting("PULL_REDIS_URL"))
