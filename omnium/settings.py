@@ -15,21 +15,23 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from omnium.environment_variables import ReadingEnv, refuse_unread
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-env = environ.Env()
+env = ReadingEnv()  # remembers what it read: an OMNIUM_ variable nothing reads stops the process
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 
 def _secret(name: str, default: str) -> str:
     """A secret from NAME, or from the file named by NAME_FILE."""
-    path = env.str(f"{name}_FILE", default="")
+    path, value = env.str(f"{name}_FILE", default=""), env.str(name, default=default)
     if path:
         try:
             return Path(path).read_text().strip()
         except OSError as exc:
             raise ImproperlyConfigured(f"{name}_FILE: cannot read {path}: {exc}") from exc
-    return env.str(name, default=default)
+    return value
 
 
 # Known to everyone who has read this file: a process with DJANGO_DEBUG off refuses them.
@@ -410,3 +412,6 @@ LOGGING["handlers"]["console"]["filters"] = ["scrub_api_keys"]
 # A load balancer's readiness probe answered 503 is the balancer's to act on, every second or two.
 LOGGING["filters"]["quiet_probes"] = {"()": "omnium.pullapi.log_scrubbing.QuietProbes"}
 LOGGING["handlers"]["console"]["filters"].append("quiet_probes")
+
+# Last: every setting above has read its variables by now.
+refuse_unread(env.names_read)

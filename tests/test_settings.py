@@ -4,7 +4,9 @@ turn on every HTTPS protection, and name the variable of any value they cannot r
 Each case loads the settings in a fresh process with only the variables it names, as a
 production host would (no DJANGO_DEBUG from the test run)."""
 
+import importlib
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -91,3 +93,24 @@ def test_a_value_that_cannot_be_read_stops_the_process_naming_its_variable(varia
     finished = run({**PRODUCTION, variable: value}, "manage.py", "check")
     assert finished.returncode != 0
     assert f"ImproperlyConfigured: {message}" in finished.stderr
+
+
+def test_an_omnium_variable_no_setting_reads_stops_manage_py_check_naming_it_and_the_closest_name():
+    finished = run({**PRODUCTION, "OMNIUM_BUILD_CLAIM_TTL_S": "120"}, "manage.py", "check")
+    assert finished.returncode != 0
+    assert "OMNIUM_BUILD_CLAIM_TTL_S is set, but no setting of Omnium reads it (did you mean OMNIUM_CLAIM_TTL_S?)" \
+        in finished.stderr
+
+
+def test_env_example_lists_every_variable_the_settings_read_and_nothing_else():
+    names_read = settings_module().env.names_read
+    example = (settings.BASE_DIR / ".env.example").read_text()
+    listed = set(re.findall(r"^(?:# )?([A-Z][A-Z0-9_]+)=", example, re.MULTILINE))
+    # NAME_FILE variants are one rule at the top of the file, not one line each.
+    unlisted = sorted(name for name in names_read - listed if name.removesuffix("_FILE") not in listed)
+    assert unlisted == [], f"read by omnium/settings.py, missing from .env.example: {unlisted}"
+    assert sorted(listed - names_read) == [], "listed in .env.example, read by no setting"
+
+
+def settings_module():
+    return importlib.import_module(settings.SETTINGS_MODULE)
