@@ -13,11 +13,10 @@ the key may not have, a file not in memory or not known current (Redis is asked 
 client over its rate. tests/pullapi/test_memory_hits.py holds both paths to the same answers.
 
 Middleware this module does not know would be skipped here, so with any in the keyed chain it
-answers nothing and Django serves everything.
+answers nothing, says so once as a WARNING, and Django serves everything.
 """
 
 import logging
-import re
 
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.core.handlers.wsgi import WSGIRequest
@@ -28,11 +27,12 @@ from omnium.metrics import pull_requests
 from omnium.pullapi import file_requests, keys, throttles
 from omnium.pullapi.read_path import Served, read_path
 from omnium.pullapi.responses import file_response
+from omnium.pullapi.urls import FEED_FILE_ROUTES, ROUTES, path_regex
 
 log = logging.getLogger(__name__)
 
-# The two URL patterns of a feed file (urls.py): /v1/feeds/{games}/{feed_type}[/{filter}].
-FEED_FILE_PATH = re.compile(r"/v1/feeds/([^/]+)/([^/]+)(?:/([^/]+))?")
+# The paths of a feed file, /v1/feeds/{games}/{feed_type}[/{filter}], from the route table.
+FEED_FILE_PATHS = tuple(path_regex(route) for route in ROUTES if route.name in FEED_FILE_ROUTES)
 
 COUNTER = "omnium.metrics.pull_requests.PullRequestCounter"
 # Middleware whose request and response sides only read the request and add headers: run here
@@ -53,7 +53,9 @@ class MemoryHits:
         unknown = [name for name in middleware if name != COUNTER and name not in REPLAYED]
         self.enabled = not unknown
         if unknown:
-            log.info("memory hits off: the keyed chain has middleware they do not run (%s)", ", ".join(unknown))
+            log.warning("memory hits are off, so every keyed file request goes through Django's handler "
+                        "(slower, same answers): the keyed middleware chain has layers they cannot replay: %s",
+                        ", ".join(unknown))
         replayed = [import_string(name)(_never_called) for name in middleware if name in REPLAYED]
         self._request_side = [layer.process_request for layer in replayed if hasattr(layer, "process_request")]
         self._response_side = [layer.process_response for layer in reversed(replayed)
@@ -63,7 +65,7 @@ class MemoryHits:
         """The WSGI answer when this is a memory hit, else None (and Django answers)."""
         if not self.enabled or environ.get("REQUEST_METHOD") != "GET" or environ.get("QUERY_STRING"):
             return None
-        match = FEED_FILE_PATH.fullmatch(environ.get("PATH_INFO", ""))
+        match = feed_file_match(environ.get("PATH_INFO", ""))
         if match is None:
             return None
         known = keys.valid_header_key(environ)
@@ -76,7 +78,7 @@ class MemoryHits:
         if not self._passes_request_side(request):
             return None
         try:
-            address = file_requests.feed_file(known.client, *match.groups(default=""))
+            address = file_requests.feed_file(known.client, **match.groupdict())
         except APIException:
             return None
         path = read_path()
@@ -98,3 +100,10 @@ class MemoryHits:
             return all(process_request(request) is None for process_request in self._request_side)
         except (SuspiciousOperation, PermissionDenied):
             return False
+
+
+def feed_file_match(path: str):
+    for pattern in FEED_FILE_PATHS:
+        if match := pattern.fullmatch(path):
+            return match
+    return None

@@ -1,14 +1,18 @@
 """Memory hits: a keyed feed file request that this process can answer from memory is answered
 before Django's handler, exactly as Django would answer it; everything else is left to Django."""
 
+import logging
+import re
 import time
 from types import SimpleNamespace
 
 import pytest
+from django.urls import resolve
 
 from omnium.pullapi import keyed_requests
-from omnium.pullapi.memory_hits import MemoryHits
+from omnium.pullapi.memory_hits import MemoryHits, feed_file_match
 from omnium.pullapi.read_path import read_path
+from omnium.pullapi.urls import FEED_FILE_ROUTES, ROUTES
 from tests.metrics.scraping import sample
 from tests.pullapi.conftest import bearer, call, environ, fill_pull_cache, wait_until
 
@@ -136,10 +140,24 @@ def test_with_the_invalidation_channel_down_every_request_goes_to_django_and_ask
     assert "HGET" in redis_commands
 
 
-def test_middleware_memory_hits_would_skip_turns_them_off(medals):
+def test_middleware_memory_hits_would_skip_turns_them_off_with_a_warning_naming_it(medals, caplog):
     middleware = [*keyed_requests.keyed_middleware(), "django.middleware.gzip.GZipMiddleware"]
 
-    hits = MemoryHits(middleware)
+    with caplog.at_level(logging.WARNING, logger="omnium.pullapi.memory_hits"):
+        hits = MemoryHits(middleware)
 
     assert not hits.enabled
     assert hits.answer(requests_of(medals)["304"](), lambda *args: None) is None
+    [warning] = [record for record in caplog.records if record.levelno == logging.WARNING]
+    assert "memory hits are off" in warning.getMessage()
+    assert "django.middleware.gzip.GZipMiddleware" in warning.getMessage()
+
+
+def test_the_feed_file_paths_memory_hits_serve_are_the_url_patterns_of_the_feed_file_views():
+    for route in ROUTES:
+        example = "/" + re.sub(r"<str:(\w+)>", "x", route.path)
+        resolved = resolve(example)
+        served_as_hit = feed_file_match(example) is not None
+        assert served_as_hit == (resolved.url_name in FEED_FILE_ROUTES), example
+        if served_as_hit:
+            assert feed_file_match(example).groupdict() == resolved.kwargs
