@@ -1,10 +1,15 @@
 """Omnium: saved sports records in, feed files out, delivered by push and pull.
 
 Packages, in the direction imports go: `games` → `feeds` → `delivery` / `pullapi`, with
-`clients` and `transports` below them and `alerts` beside. Here too: `settings`, `celery`
-(the app), `routing` (every queue, task name and beat entry), `conf` (our settings, read
-lazily) and small shared pieces named after what they hold (`memory_lru`, `single_flight`,
-`compression`, `pull_cache_entries`, `read_only_admin`…).
+`clients` and `transports` below them and `alerts` and `metrics` beside. Below them all, helper
+packages named after what they hold: `database` (claims, server-side binding, timestamps),
+`caching` (in-process caches), `encoding` (gzip, the pull cache's entries, XML characters) and
+`workers` (worker process tuning).
+
+Here, the wiring: `settings` (read through `environment_variables`), `celery` (the app),
+`routing` (every queue, task name and beat entry), `urls`, `wsgi`, `conf` (our settings, read
+lazily), `redis_client` (one pool per process), and two bases every part shares:
+`read_only_admin` and `safe_errors` (what may be shown of an error).
 """
 
 from omnium.celery import app as celery_app

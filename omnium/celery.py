@@ -13,9 +13,9 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.steps["consumer"].add("omnium.delivery.worker.kick_consumer:DeliveryKicks")
 
-# worker_connections connects its task signals when imported; worker_priority is called below.
-from omnium import worker_connections, worker_priority  # noqa: E402,F401
+# database_connections connects its task signals when imported; cpu_priority is called below.
 from omnium.metrics import process_files  # noqa: E402
+from omnium.workers import cpu_priority, database_connections  # noqa: E402,F401
 
 
 @app.on_after_configure.connect
@@ -46,4 +46,4 @@ def _say_if_this_workers_counts_are_invisible(**kwargs):
 
 @celeryd_init.connect
 def _yield_the_cpu_on_bulk_lanes(options=None, **kwargs):
-    worker_priority.yield_if_bulk_only((options or {}).get("queues"))
+    cpu_priority.yield_if_bulk_only((options or {}).get("queues"))

@@ -177,7 +177,7 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
-# Statements run through omnium.server_binding's cursors are prepared on their connection
+# Statements run through omnium.database.server_binding's cursors are prepared on their connection
 # once run five times (Django's own cursors bind on the client and never prepare). Behind a
 # pooler in transaction mode, set it to null, or use PgBouncer 1.21+ with max_prepared_statements.
 # A prepared statement is planned once, for any parameters (a generic plan): all of them look
@@ -235,7 +235,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_TIMEZONE = "UTC"
 # Celery's Django fixup would close every database connection around every task; it now
-# does so only every this many tasks, and omnium.worker_connections closes the broken or old.
+# does so only every this many tasks, and omnium.workers.database_connections closes the broken or old.
 CELERY_DB_REUSE_MAX = 1000
 
 # --- Omnium's own settings, read lazily through omnium.conf ------------------------------
@@ -256,13 +256,13 @@ OMNIUM = {
     # first failure); it resolves when the file builds (omnium/feeds/build_alerts.py).
     "BUILD_ALERT_AFTER_FAILURES": _int("OMNIUM_BUILD_ALERT_AFTER_FAILURES", 3, minimum=1),
     # A worker that consumes only bulk queues runs this much nicer (0-19), so that live builds
-    # and sends get the cores first on a shared host (omnium/worker_priority.py).
+    # and sends get the cores first on a shared host (omnium/workers/cpu_priority.py).
     "BULK_WORKER_NICE": _int("OMNIUM_BULK_WORKER_NICE", 10, minimum=0),
     # How often beat runs the backstop sweeper over PostgreSQL.
     "SWEEP_INTERVAL_S": _positive_float("OMNIUM_SWEEP_INTERVAL_S", 2.0),
     # Claims (a destination's lease, a build's, a stat job's) expire this long after their
     # holder's last renewal (every third of it): a dead or frozen worker's work moves on
-    # within this time (omnium/claim_renewal.py).
+    # within this time (omnium/database/claim_renewal.py).
     "CLAIM_TTL_S": _positive_float("OMNIUM_CLAIM_TTL_S", 6.0),
     # Stat jobs: tries before the job is failed and an alert opened.
     "STAT_JOB_ATTEMPTS": _int("OMNIUM_STAT_JOB_ATTEMPTS", 3, minimum=1),

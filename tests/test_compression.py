@@ -3,7 +3,7 @@ import subprocess
 
 import orjson
 
-from omnium.compression import gzip_body
+from omnium.encoding.compression import gzip_body
 
 
 def a_feed_body() -> bytes:

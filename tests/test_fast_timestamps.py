@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from psycopg.pq import Format
 
-from omnium.fast_timestamps import TIMESTAMPTZ, UtcTimestamptzLoader
+from omnium.database.fast_timestamps import TIMESTAMPTZ, UtcTimestamptzLoader
 from omnium.games.models import Games
 
 

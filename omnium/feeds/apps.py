@@ -6,5 +6,5 @@ class FeedsConfig(AppConfig):
     verbose_name = "Feed files"
 
     def ready(self):
-        from omnium import fast_timestamps  # noqa: F401  (builds read thousands of timestamps)
+        from omnium.database import fast_timestamps  # noqa: F401  (builds read thousands of timestamps)
         from omnium.feeds import hints  # noqa: F401  (connects the post-commit hints)

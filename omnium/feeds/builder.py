@@ -16,6 +16,7 @@ import psycopg.errors
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from omnium.database.server_binding import server_binding_cursor
 from omnium.feeds.canonical import canonical, dependencies_hash, iso_time
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.models import FeedDefinition
@@ -23,7 +24,6 @@ from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES, RESOLVERS
 from omnium.feeds.resolvers.base import Resolved
 from omnium.feeds.signals import file_version_committed, file_version_saved
 from omnium.metrics.families import build_duration
-from omnium.server_binding import server_binding_cursor
 
 log = logging.getLogger(__name__)
 

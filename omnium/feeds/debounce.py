@@ -20,8 +20,8 @@ from datetime import datetime
 
 from django.db import connection
 
-from omnium import claim_renewal
 from omnium.conf import omnium_setting
+from omnium.database import claim_renewal
 from omnium.routing import BULK, LIVE
 
 # A version within the quiet period is what keeps a burst to one extra version per file: the

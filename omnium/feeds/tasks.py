@@ -9,8 +9,8 @@ from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from omnium import claim_renewal
 from omnium.conf import omnium_setting
+from omnium.database import claim_renewal
 from omnium.feeds import build_alerts, builder, changes, debounce
 from omnium.feeds.hints import wake_builders
 from omnium.redis_client import redis_client

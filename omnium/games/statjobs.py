@@ -16,9 +16,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from omnium import claim_renewal
 from omnium.alerts.service import open_alert, resolve_alert
 from omnium.conf import omnium_setting
+from omnium.database import claim_renewal
 from omnium.games.models import ClockTimestamp, Games, StatJob
 from omnium.games.outbox import record_change
 from omnium.games.stats import STATS

@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ValidationError
 
+from omnium.encoding.xml_chars import first_not_in_xml
 from omnium.games import statjobs
 from omnium.games.database_restarts import workflow_command
 from omnium.games.errors import WorkflowError
@@ -25,7 +26,6 @@ from omnium.games.models import (
 )
 from omnium.games.outbox import day_record, record_change
 from omnium.routing import LIVE
-from omnium.xml_chars import first_not_in_xml
 
 MAX_SCORE = Decimal("999999")
 MEDALS = {choice.value for choice in MedalAward.Medal}

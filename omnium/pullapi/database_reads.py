@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from omnium.server_binding import server_binding_cursor
+from omnium.database.server_binding import server_binding_cursor
 
 
 @dataclass(frozen=True)

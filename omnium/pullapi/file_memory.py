@@ -3,7 +3,7 @@
 import gzip
 import time
 
-from omnium.memory_lru import ByteBoundedLru
+from omnium.caching.memory_lru import ByteBoundedLru
 
 NEVER_CONFIRMED = 0  # generations of the invalidation channel start at 1
 

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 
 import redis
 
-from omnium.compression import gzip_body
+from omnium.caching.memory_lru import ExpiringLru
+from omnium.caching.single_flight import SingleFlight
 from omnium.conf import omnium_setting
-from omnium.memory_lru import ExpiringLru
-from omnium.pull_cache_entries import WRITE_IF_NEWER
+from omnium.encoding.compression import gzip_body
+from omnium.encoding.pull_cache_entries import WRITE_IF_NEWER
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.invalidations import InvalidationListener, Invalidations
 from omnium.pullapi.pull_redis import pull_redis
-from omnium.single_flight import SingleFlight
 
 log = logging.getLogger(__name__)
 

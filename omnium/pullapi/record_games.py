@@ -10,8 +10,8 @@ import time
 
 from django.db import connection
 
+from omnium.caching.memory_lru import ByteBoundedLru
 from omnium.conf import omnium_setting
-from omnium.memory_lru import ByteBoundedLru
 
 REMEMBERED_IDS = 200_000  # ~12,000 athletes and ~4,300 fixtures per Games
 

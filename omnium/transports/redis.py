@@ -10,9 +10,9 @@ from redis.driver_info import DriverInfo
 from redis.exceptions import AuthorizationError, NoPermissionError, OutOfMemoryError, ReadOnlyError
 from redis.retry import Retry
 
-from omnium.compression import gzip_body
-from omnium.memory_lru import ByteBoundedLru
-from omnium.pull_cache_entries import WRITE_IF_NEWER
+from omnium.caching.memory_lru import ByteBoundedLru
+from omnium.encoding.compression import gzip_body
+from omnium.encoding.pull_cache_entries import WRITE_IF_NEWER
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, with_defaults
 from .failures import Reason, reason_of_os_error

@@ -1,7 +1,7 @@
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from omnium.server_binding import server_binding_cursor
+from omnium.database.server_binding import server_binding_cursor
 
 
 @pytest.fixture

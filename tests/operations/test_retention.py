@@ -11,6 +11,7 @@ from django.utils import timezone
 from omnium import routing
 from omnium.alerts.models import Alert
 from omnium.alerts.tasks import prune_resolved_alerts
+from omnium.caching.memory_lru import ExpiringLru
 from omnium.clients.models import Destination, Subscription
 from omnium.delivery import health, heartbeats
 from omnium.delivery.engine import sender
@@ -22,7 +23,6 @@ from omnium.feeds.tasks import prune_feed_versions
 from omnium.games import workflow
 from omnium.games.models import Fixture, StatJob
 from omnium.games.tasks import prune_finished_stat_jobs
-from omnium.memory_lru import ExpiringLru
 from omnium.pullapi import read_path
 from tests.delivery.fixtures import redis_destination_settings
 from tests.transports.kits import REDIS_TEST_URL

@@ -119,14 +119,24 @@ def test_the_product_never_imports_the_tooling():
 
 
 def test_transports_know_nothing_of_django_or_the_rest_of_omnium():
-    allowed = {"omnium.transports", "omnium.compression", "omnium.memory_lru", "omnium.single_flight",
-               "omnium.pull_cache_entries"}
+    allowed = {"omnium.transports", *HELPERS}
     for path in (ROOT / PRODUCT / "transports").rglob("*.py"):
         module = _module_name(path)
         names = _imported_names(path, module)
         assert not [n for n in names if n.split(".")[0] == "django"], module
-        assert not [n for n in names if n.startswith("omnium.") and package_of(n) not in allowed
-                    and n not in allowed], module
+        assert not [n for n in names if n.startswith("omnium.") and package_of(n) not in allowed], module
+
+
+# Helper packages, below every part of the product: they may use the root's wiring (settings
+# read through `conf`, `routing`) and each other, never a part (games, feeds, delivery…).
+HELPERS = {"omnium.caching", "omnium.database", "omnium.encoding", "omnium.workers"}
+ROOT_WIRING = {"omnium.conf", "omnium.routing", "omnium.redis_client", "omnium.safe_errors"}
+
+
+@pytest.mark.parametrize("helper", sorted(HELPERS))
+def test_helper_packages_import_no_part_of_the_product(helper):
+    imported = {t for m, ts in PRODUCT_GRAPH.items() if package_of(m) == helper for t in ts}
+    assert sorted(t for t in imported if package_of(t) not in HELPERS | ROOT_WIRING) == []
 
 
 def test_the_checker_sees_a_cycle_and_a_function_level_import(tmp_path):

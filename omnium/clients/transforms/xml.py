@@ -8,7 +8,7 @@ Whatever the JSON holds, the XML is well-formed: a key that is not a plain ASCII
 from xml.sax.saxutils import escape, quoteattr
 
 from omnium.clients.transforms.base import Marks, Rendered, Transform, apply_marks, load
-from omnium.xml_chars import xml_safe
+from omnium.encoding.xml_chars import xml_safe
 
 
 def _tag(name: str) -> str:

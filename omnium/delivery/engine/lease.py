@@ -3,7 +3,7 @@
 The lease is a token with an expiry in the destination's SenderState row (PostgreSQL, so a
 Redis restart cannot let a second sender in). It is taken with a conditional upsert and
 released with a token check; while the sender works, its process renews it (see
-omnium.claim_renewal), so the expiry is short (OMNIUM_CLAIM_TTL_S): a sender that dies or
+omnium.database.claim_renewal), so the expiry is short (OMNIUM_CLAIM_TTL_S): a sender that dies or
 freezes loses its destination within seconds. A frozen sender that wakes up cannot make an
 older version visible after its successor's newer one: the transports ask `held()` just
 before the rename or write that makes a file visible, and `held()` turns false on this
@@ -12,8 +12,8 @@ process's own clock, which ran on while it was frozen.
 
 import uuid
 
-from omnium import claim_renewal
-from omnium.server_binding import server_binding_cursor
+from omnium.database import claim_renewal
+from omnium.database.server_binding import server_binding_cursor
 
 # Takes the lease when it is free or expired. A statement that takes it (lease.acquire, and a
 # drain with its first owed files: delivery.engine.owed_files.take_lease) adds its own RETURNING:

@@ -11,9 +11,9 @@ import uuid
 from dataclasses import dataclass
 
 from omnium.clients.shapes import Shape
+from omnium.database.server_binding import server_binding_cursor
 from omnium.delivery.engine import backoff, lease, proofs, rendering
 from omnium.delivery.models import NEWER_THAN_FAILED
-from omnium.server_binding import server_binding_cursor
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 from celery import current_task
 
+from omnium.database.server_binding import server_binding_cursor
 from omnium.delivery.engine import lease
 from omnium.delivery.models import DeliveryAttempt
-from omnium.server_binding import server_binding_cursor
 
 # (name, PostgreSQL type) of each column of rows given as parameters (see _with_rows).
 Columns = tuple[tuple[str, str], ...]

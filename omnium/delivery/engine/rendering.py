@@ -11,11 +11,11 @@ The cache key includes the version, so a cached copy is never stale.
 from dataclasses import dataclass
 from datetime import datetime
 
+from omnium.caching.memory_lru import ByteBoundedLru
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks, Rendered
+from omnium.database.server_binding import server_binding_cursor
 from omnium.feeds.models import FeedDocument
-from omnium.memory_lru import ByteBoundedLru
-from omnium.server_binding import server_binding_cursor
 
 CACHE_BYTES = 96 * 1024 * 1024
 

@@ -18,10 +18,10 @@ from enum import StrEnum
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from omnium import claim_renewal
 from omnium.clients import file_names
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
+from omnium.database import claim_renewal
 from omnium.delivery import health, kicks
 from omnium.delivery.engine import backoff, deletion, lease, owed_files, proofs, rendering
 from omnium.delivery.engine.owed_files import OwedFile

@@ -27,9 +27,9 @@ import logging
 from celery import bootsteps
 from kombu import Consumer
 
-from omnium import worker_connections
 from omnium.delivery import kicks
 from omnium.routing import delivery_queue, destination_of, is_delivery_worker
+from omnium.workers import database_connections
 
 log = logging.getLogger(__name__)
 
@@ -139,13 +139,13 @@ def drain(destination_id: int, ack) -> None:
     then acknowledge the kick, whatever the drain's end."""
     from omnium.delivery.engine import sender
 
-    worker_connections.before_task()
+    database_connections.before_task()
     try:
         sender.drain(destination_id)
     except Exception:
         log.exception("drain of destination %s failed", destination_id)
-        worker_connections.after_task(succeeded=False)
+        database_connections.after_task(succeeded=False)
     else:
-        worker_connections.after_task(succeeded=True)
+        database_connections.after_task(succeeded=True)
     finally:
         ack()

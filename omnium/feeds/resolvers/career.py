@@ -6,11 +6,11 @@ cache keeps whichever version is newest.
 
 from django.db.models import Q
 
+from omnium.database.server_binding import prepared_dicts
 from omnium.feeds import record_ids
 from omnium.feeds.canonical import decimal_text
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Athlete, Competitor, MedalAward
-from omnium.server_binding import prepared_dicts
 
 
 def _athlete(filter: str) -> dict:

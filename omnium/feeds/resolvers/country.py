@@ -1,11 +1,11 @@
 """A country's file (filter = NOC code): its medals, its competitors and its fixtures."""
 
+from omnium.database.server_binding import prepared_dicts
 from omnium.feeds.resolvers import fixture_documents, fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.feeds.resolvers.entries import ENTRY_FIELDS, entry_document
 from omnium.feeds.resolvers.medals import standing_document
 from omnium.games.models import Entry, MedalStanding, Noc
-from omnium.server_binding import prepared_dicts
 
 
 def resolve(games, filter: str) -> Resolved:

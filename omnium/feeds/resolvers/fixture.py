@@ -1,11 +1,11 @@
 """One fixture with its competitors (filter: its compact id): the calendar's per-fixture split,
 and /v1/fixtures/{id}."""
 
+from omnium.database.server_binding import prepared_dicts
 from omnium.feeds import record_ids
 from omnium.feeds.resolvers import fixture_rows
 from omnium.feeds.resolvers.base import Resolved, UnknownFile
 from omnium.games.models import Fixture
-from omnium.server_binding import prepared_dicts
 
 
 def resolve(games, filter: str) -> Resolved:

@@ -25,9 +25,9 @@ from uuid import UUID
 
 import orjson
 
+from omnium.caching.memory_lru import ByteBoundedLru
+from omnium.database.server_binding import prepared_rows
 from omnium.feeds.resolvers import fixture_rows
-from omnium.memory_lru import ByteBoundedLru
-from omnium.server_binding import prepared_rows
 
 # About 700 bytes a fixture in the calendar's shape; a country's shape of each of its
 # fixtures adds as much again over all NOCs: a few MB a Games, bounded for many Games.

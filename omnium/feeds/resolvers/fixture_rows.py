@@ -6,9 +6,9 @@ from django.db.models import Func, TextField
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
+from omnium.database.server_binding import prepared_dicts, prepared_rows
 from omnium.feeds.canonical import iso_time
 from omnium.games.models import Competitor, Fixture
-from omnium.server_binding import prepared_dicts, prepared_rows
 
 
 def competitor_name(given: str | None, family: str | None, team: str | None) -> str:

@@ -7,20 +7,20 @@ import pytest
 from django.conf import settings
 from django.db import OperationalError, connection
 
-from omnium import worker_connections
+from omnium.workers import database_connections
 
 
 def _task(succeeded: bool = True) -> int:
     """A task that reads its connection's server process id."""
-    worker_connections.before_task()
+    database_connections.before_task()
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             pid = cursor.fetchone()[0]
     except OperationalError:
-        worker_connections.after_task(succeeded=False)
+        database_connections.after_task(succeeded=False)
         raise
-    worker_connections.after_task(succeeded=succeeded)
+    database_connections.after_task(succeeded=succeeded)
     return pid
 
 
@@ -37,7 +37,7 @@ def _cut(pid: int) -> None:
 def test_a_connection_cut_while_idle_is_replaced_before_the_next_task_uses_it():
     pid = _task()
     _cut(pid)
-    time.sleep(worker_connections.RECENTLY_SOUND_S + 0.05)
+    time.sleep(database_connections.RECENTLY_SOUND_S + 0.05)
 
     assert _task() != pid, "checked (SELECT 1), found dead, and replaced"
 

@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
-from omnium.single_flight import SingleFlight
+from omnium.caching.single_flight import SingleFlight
 
 
 class ByteBoundedLru:
