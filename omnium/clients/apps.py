@@ -6,8 +6,8 @@ class ClientsConfig(AppConfig):
     verbose_name = "Clients and destinations"
 
     def ready(self):
-        from omnium.clients import destination_addresses
+        from omnium.clients import address_policy_settings
         from omnium.transports import address_policy
 
         # Every connect of every transport in this process follows the settings from now on.
-        address_policy.use(destination_addresses.policy)
+        address_policy.use(address_policy_settings.policy)

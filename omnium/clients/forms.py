@@ -5,7 +5,7 @@ stored; credentials are write-only (typed in, never shown again) and stored encr
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 
-from omnium.clients import destination_addresses
+from omnium.clients import address_policy_settings
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import MAX_CONNECT_TIMEOUT_S, MAX_SEND_TIMEOUT_S, Destination
 from omnium.clients.setting_fields import (
@@ -141,10 +141,10 @@ class _DestinationSettingsForm(forms.ModelForm):
         """The model checks the JSON config too (one source of truth) and its findings go
         above the form; a refused address goes beside the field that names the server."""
         above = self.errors.get(NON_FIELD_ERRORS)
-        refused = [e for e in above.as_data() if e.code == destination_addresses.REFUSED_ADDRESS] if above else []
+        refused = [e for e in above.as_data() if e.code == address_policy_settings.REFUSED_ADDRESS] if above else []
         if not refused:
             return
-        kept = [e for e in above.as_data() if e.code != destination_addresses.REFUSED_ADDRESS]
+        kept = [e for e in above.as_data() if e.code != address_policy_settings.REFUSED_ADDRESS]
         del self.errors[NON_FIELD_ERRORS]
         if kept:
             self.add_error(None, kept)

@@ -6,8 +6,8 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils import timezone
 
+from omnium.clients import address_policy_settings, file_names, system_destinations, transforms
 from omnium.clients import credentials as credential_store
-from omnium.clients import destination_addresses, file_names, system_destinations, transforms
 from omnium.clients.shapes import Shape
 from omnium.feeds.models import FeedDefinition
 from omnium.transports import registry as transport_registry
@@ -159,7 +159,7 @@ class Destination(models.Model):
         # above its fields (a refused address beside the field that names the server).
         if problems:
             raise ValidationError(problems)
-        destination_addresses.check(transport, self.config or {}, system=self.system)
+        address_policy_settings.check(transport, self.config or {}, system=self.system)
         if self.fenced and not self.fence_reason.strip():
             raise ValidationError({"fence_reason": "Say why the destination is fenced."})
         if not self.enabled and not self.disabled_reason.strip():
@@ -260,11 +260,11 @@ class ApiKey(models.Model):
     @classmethod
     def issue(cls, client: Client, name: str, **fields) -> tuple["ApiKey", str]:
         """A new saved key and its plain text: the only time the plain text exists."""
-        from omnium.clients import keys
+        from omnium.clients import key_format
 
-        plain = keys.new_key()
-        key = cls.objects.create(client=client, name=name, lookup_id=keys.lookup_id(plain),
-                                 key_hash=keys.digest(plain), **fields)
+        plain = key_format.new_key()
+        key = cls.objects.create(client=client, name=name, lookup_id=key_format.lookup_id(plain),
+                                 key_hash=key_format.digest(plain), **fields)
         return key, plain
 
     def revoke(self, by=None) -> None:

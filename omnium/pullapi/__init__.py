@@ -8,10 +8,10 @@ A request's path, from the socket to the answer:
    `memory_hits`, which answers it before Django when this process holds the file and knows
    it current (a 304 or the stored gzip). Every other request goes to Django: `urls` →
    `views`.
-3. `views` → `keys` (the key, checked against the in-memory `catalogue`; `failed_keys` counts
-   wrong ones per `client_address`; `log_scrubbing` keeps keys out of the logs),
+3. `views` → `key_authentication` (the key, checked against the in-memory `catalogue`; `failed_keys` counts
+   wrong ones per `client_ip`; `log_scrubbing` keeps keys out of the logs),
    `permissions`, `throttles`, `negotiation`.
-4. `file_requests` → an address (`addresses`; `record_games` for documents named by a record
+4. `file_requests` → a location (`file_locations`; `record_games` for documents named by a record
    id alone): entitled? which shape? which Redis key?
 5. `read_path` → the memory copy (`file_memory`) while no invalidation (`invalidations`) named
    it since Redis (`pull_redis`) confirmed it, else the new body from Redis, else one

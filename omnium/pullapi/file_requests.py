@@ -20,8 +20,8 @@ from omnium.feeds import record_ids
 from omnium.feeds.doc_keys import FileKey
 from omnium.feeds.resolvers import PER_RECORD_FEED_TYPES
 from omnium.pullapi import record_games
-from omnium.pullapi.addresses import FeedFileAddress, PublicDocumentAddress
 from omnium.pullapi.catalogue import PullClient, holder
+from omnium.pullapi.file_locations import FeedFileAddress, PublicDocumentAddress
 from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile
 
 # What the address's parts may look like; the OpenAPI schema publishes the same patterns

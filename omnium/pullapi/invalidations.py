@@ -24,7 +24,7 @@ import time
 
 import redis
 
-from omnium.pullapi.addresses import PUBLIC_PREFIX, SHARED_PREFIX
+from omnium.pullapi.file_locations import PUBLIC_PREFIX, SHARED_PREFIX
 from omnium.pullapi.file_memory import NEVER_CONFIRMED
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.urls import get_resolver
 
-from omnium.pullapi.keys import header_key
+from omnium.pullapi.key_authentication import header_key
 from omnium.pullapi.memory_hits import MemoryHits
 from omnium.pullapi.urls import KEYED_PATH_PREFIXES
 

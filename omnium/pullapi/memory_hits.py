@@ -24,7 +24,7 @@ from django.utils.module_loading import import_string
 from rest_framework.exceptions import APIException
 
 from omnium.metrics import pull_requests
-from omnium.pullapi import file_requests, keys, throttles
+from omnium.pullapi import file_requests, key_authentication, throttles
 from omnium.pullapi.read_path import Served, read_path
 from omnium.pullapi.responses import file_response
 from omnium.pullapi.urls import FEED_FILE_ROUTES, ROUTES, path_regex
@@ -68,7 +68,7 @@ class MemoryHits:
         match = feed_file_match(environ.get("PATH_INFO", ""))
         if match is None:
             return None
-        known = keys.valid_header_key(environ)
+        known = key_authentication.valid_header_key(environ)
         if known is None:
             return None
         # A copy: Django's request writes its decoded path back into the environ it is given,

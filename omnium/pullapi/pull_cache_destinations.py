@@ -23,7 +23,7 @@ from omnium.feeds.hints import wake_builders
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.feeds.resolvers import PULL_DEFINITIONS, SPLITS
 from omnium.games.models import Athlete, Fixture, Games, MedalEvent
-from omnium.pullapi.addresses import DOC_KEY_TEMPLATE, PUBLIC_PREFIX, PUBLIC_TEMPLATE, SHARED_PREFIX, own_prefix
+from omnium.pullapi.file_locations import DOC_KEY_TEMPLATE, PUBLIC_PREFIX, PUBLIC_TEMPLATE, SHARED_PREFIX, own_prefix
 from omnium.routing import BULK
 
 SYSTEM_CLIENT = "pull cache"

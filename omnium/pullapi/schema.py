@@ -25,7 +25,7 @@ def anchored(pattern: str) -> str:
 class ApiKeyScheme(OpenApiAuthenticationExtension):
     """A key in either header; either one is enough (an OR of two requirements)."""
 
-    target_class = "omnium.pullapi.keys.ApiKeyAuthentication"
+    target_class = "omnium.pullapi.key_authentication.ApiKeyAuthentication"
     name = ["pullKey", "pullKeyHeader"]
 
     def get_security_requirement(self, auto_schema):

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from omnium.pullapi import file_requests, schema
 from omnium.pullapi.catalogue import PullClient
-from omnium.pullapi.keys import ApiKeyAuthentication
+from omnium.pullapi.key_authentication import ApiKeyAuthentication
 from omnium.pullapi.negotiation import PullNegotiation
 from omnium.pullapi.permissions import KeyHolderOrStaff
 from omnium.pullapi.problems import Malformed, NotEntitled, UnknownFile

@@ -6,7 +6,7 @@ import re
 import orjson
 import pytest
 
-from omnium.clients import keys
+from omnium.clients import key_format
 from omnium.clients.models import ApiKey, Client
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.log_scrubbing import ScrubApiKeys
@@ -46,14 +46,14 @@ def test_unknown_or_malformed_key_gets_401(games, entitle, http, presented):
 
 def test_key_differing_only_in_its_secret_part_gets_401(games, entitle, http):
     _, key = entitle("acme", games, "medals")
-    forged = key[: keys.LOOKUP_LENGTH] + ("B" if key[-1] != "B" else "C") * keys.SECRET_LENGTH
+    forged = key[: key_format.LOOKUP_LENGTH] + ("B" if key[-1] != "B" else "C") * key_format.SECRET_LENGTH
     assert http.get(f"/v1/feeds/{games.code}/medals", **bearer(forged)).status_code == 401
 
 
 def test_key_is_stored_only_as_its_hash(games, entitle):
     client, key = entitle("acme", games, "medals")
     stored = ApiKey.objects.get(client=client)
-    assert stored.key_hash == keys.digest(key) and key not in (stored.key_hash, stored.lookup_id)
+    assert stored.key_hash == key_format.digest(key) and key not in (stored.key_hash, stored.lookup_id)
     assert stored.lookup_id == key[:12] and key.startswith("omk_")
 
 
@@ -82,7 +82,7 @@ def test_key_in_query_string_only_for_keys_flagged_legacy(games, entitle, http):
 
 def guesses(http, games, key: str, count: int, **meta) -> list[int]:
     """`count` attempts with `key` changed in its secret part (its prefix kept): a guess at it."""
-    forged = key[: keys.LOOKUP_LENGTH] + ("B" if key[-1] != "B" else "C") * keys.SECRET_LENGTH
+    forged = key[: key_format.LOOKUP_LENGTH] + ("B" if key[-1] != "B" else "C") * key_format.SECRET_LENGTH
     return [http.get(f"/v1/feeds/{games.code}/medals", **bearer(forged), **meta).status_code for _ in range(count)]
 
 
@@ -139,7 +139,7 @@ def test_a_new_key_is_shown_once_on_a_page_and_never_put_in_a_cookie_or_the_sess
     shown = re.findall(r"omk_[A-Za-z0-9]{40}", page.content.decode())
     assert page.status_code == 200 and len(set(shown)) == 1
     key = shown[0]
-    assert keys.matches(key, ApiKey.objects.get(client=client).key_hash)
+    assert key_format.matches(key, ApiKey.objects.get(client=client).key_hash)
     assert "no-store" in page["Cache-Control"]
     assert all(key not in cookie.value for cookie in page.cookies.values())
     assert all(key not in str(value) for value in admin_client.session.values())

@@ -74,7 +74,7 @@ def test_a_games_loaded_mid_event_and_an_xml_entitlement_serve_every_new_version
 
 def test_a_copy_the_read_path_puts_in_redis_expires_unless_a_destination_takes_it_over(small_games, clean_redis):
     """Without a destination for the key, the read path's copy is gone after PULL_FILL_TTL_S."""
-    from omnium.pullapi.addresses import FeedFileAddress
+    from omnium.pullapi.file_locations import FeedFileAddress
 
     path = read_path.ReadPath(memory_bytes=1 << 20, database_reads=1, missing_ttl_s=1, redis_retry_s=1,
                               fill_ttl_s=30)

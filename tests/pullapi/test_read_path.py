@@ -2,7 +2,7 @@ import gzip
 import threading
 
 from omnium.feeds.models import FeedDocument
-from omnium.pullapi.addresses import FeedFileAddress
+from omnium.pullapi.file_locations import FeedFileAddress
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.invalidations import Invalidations
 from omnium.pullapi.read_path import read_path

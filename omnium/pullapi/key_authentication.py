@@ -13,11 +13,11 @@ refuse it; failures are counted per (client address, key prefix) (`failed_keys`)
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
-from omnium.clients import keys
+from omnium.clients import key_format
 from omnium.pullapi import failed_keys
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.change_notices import ensure_current
-from omnium.pullapi.client_address import client_address
+from omnium.pullapi.client_ip import client_ip
 
 QUERY_PARAMETER = "key"
 
@@ -42,7 +42,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         return 'Bearer realm="omnium"'
 
     def _fail(self, meta, presented: str, detail: str):
-        address, prefix = client_address(meta), _prefix(presented)
+        address, prefix = client_ip(meta), _prefix(presented)
         wait = failed_keys.blocked(address, prefix) or failed_keys.note_failure(address, prefix)
         if wait is not None:
             raise TooManyFailedKeys(wait=wait)
@@ -58,17 +58,17 @@ def valid_header_key(meta):
 
 def _known_key(presented: str):
     """The catalogue's entry for a valid key, or None (constant-time comparison)."""
-    if not keys.looks_like_key(presented):
+    if not key_format.looks_like_key(presented):
         return None
     ensure_current()
-    known = holder.snapshot.keys.get(keys.lookup_id(presented))
-    return known if known is not None and keys.matches(presented, known.key_hash) else None
+    known = holder.snapshot.keys.get(key_format.lookup_id(presented))
+    return known if known is not None and key_format.matches(presented, known.key_hash) else None
 
 
 def _prefix(presented: str) -> str:
     """What failures are counted under: the lookup id of something shaped like a key, else one
     shared name (arbitrary text must not make arbitrary Redis keys)."""
-    return keys.lookup_id(presented) if keys.looks_like_key(presented) else "malformed"
+    return key_format.lookup_id(presented) if key_format.looks_like_key(presented) else "malformed"
 
 
 def header_key(meta) -> str | None:

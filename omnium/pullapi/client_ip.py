@@ -12,7 +12,7 @@ import ipaddress
 from omnium.conf import omnium_setting
 
 
-def client_address(meta) -> str:
+def client_ip(meta) -> str:
     """The client's address; REMOTE_ADDR unless that is a trusted proxy."""
     remote = meta.get("REMOTE_ADDR", "")
     trusted = omnium_setting("PULL_TRUSTED_PROXIES")
