@@ -4,7 +4,7 @@
 They hold no password of their own: their credentials are read from OMNIUM_PULL_REDIS_URL
 at each use, so no admin page, export or database dump of a destination carries the pull
 cache's password, and rotating it is a settings change. Only they may reach the pull cache's
-Redis (`destination_addresses`), and the admin shows them read-only.
+Redis (`address_policy_settings`), and the admin shows them read-only.
 """
 
 from urllib.parse import unquote, urlsplit, urlunsplit
