@@ -6,10 +6,6 @@ one JSON object.
   raw_post_rps        the webhook receiver driven by a minimal HTTP client (bench/raw_post.py,
                       a process of its own, as many connections as delivery threads): the
                       ceiling on this machine, measured in the same run
-  fanout_500_s_redis_broker / fanout_500_s_rabbitmq   one medal award to 500 destinations,
-                      commit -> last confirmation, the same destinations and processes, once
-                      with a Redis broker (a database of the bench's own redis-server), once
-                      with RabbitMQ
   provision_s         bulk provisioning of the destinations beyond the first 500
   delivery_worker_start_s / worker_rss_mb_5000   each delivery worker's start (process
                       start -> consuming every queue; the first also waits for RabbitMQ to
@@ -36,9 +32,8 @@ one JSON object.
                       confirmed by the other host (needs root, for the network namespaces)
 
 Own PostgreSQL database (omnium_bench_scale), RabbitMQ vhost, and redis-server (a private
-one on a free port: REDIS_URL, the Redis destinations, and the Redis broker of one phase),
-never the machine's own Redis. Usage:
-  .venv/bin/python bench/scale.py [--destinations 5000] [--skip-outage] [--skip-broker-comparison]
+one on a free port: REDIS_URL and the Redis destinations), never the machine's own Redis. Usage:
+  .venv/bin/python bench/scale.py [--destinations 5000] [--skip-outage] [--skip-hosts]
 """
 
 import argparse
@@ -59,7 +54,7 @@ from bench.process_cpu import cpu_by_process, cpu_seconds  # noqa: E402
 from devtools.processes import ManagedProcess, free_port  # noqa: E402
 
 SEED = 99
-COMPARED_DESTINATIONS = 500
+FIRST_DESTINATIONS = 500  # subscribed one by one, as an admin would; the rest in bulk
 REDIS_EVERY = 5  # every fifth destination is a Redis destination, the rest webhooks
 OUTAGE_S = 30.0
 
@@ -101,7 +96,6 @@ atexit.register(REDIS.remove)
 os.environ["BENCH_REDIS_URL"] = REDIS.url(0)
 prepare("omnium_bench_scale", redis_db=0)
 
-from celery import current_app  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -213,15 +207,6 @@ def start_processes(args, env: dict, delivery_start_s: list | None = None) -> li
     return running
 
 
-def use_broker(url: str) -> None:
-    """Point this process's kicks (the workflow commands' on-commit hints) at another broker.
-    The pools of the other broker stay open: kombu keeps one per URL and would hand a closed
-    one back when the bench switches again."""
-    current_app.conf.broker_url = url
-    current_app._pool = None
-    current_app.amqp._producer_pool = None
-
-
 class MedalAwards:
     """One medal event after another: finish its final (wait for that to be built and sent),
     then award it, the one change measured."""
@@ -274,22 +259,6 @@ def fanout_measured(ids, first_seq: int, committed, timeout: float) -> dict:
     return {"seconds": None if missing or last is None else round((last - committed).total_seconds(), 3),
             "sends": sends.count(), "unconfirmed": missing,
             "sends_per_s": round(sends.count() / span, 1) if span else None}
-
-
-def broker_comparison(args, games, awards, ids, env) -> dict:
-    """The same 500 destinations, processes and kind of change, on each broker in turn."""
-    result = {}
-    for name, url in (("redis_broker", REDIS.url(2)), ("rabbitmq", env["CELERY_BROKER_URL"])):
-        log(f"fan-out to {len(ids)} destinations, {name}")
-        use_broker(url)
-        running = start_processes(args, {**env, "CELERY_BROKER_URL": url})
-        try:
-            wait_caught_up(ids, 300)
-            result[f"fanout_500_s_{name}"] = awards.award_next(ids, 120)["seconds"]
-        finally:
-            processes.stop_all(running)
-    use_broker(env["CELERY_BROKER_URL"])
-    return result
 
 
 def resident_mb(pid: int) -> float:
@@ -412,9 +381,7 @@ def run(args) -> dict:
         args.broker_baseline_bytes = broker.node_memory_bytes(settings.CELERY_BROKER_MANAGEMENT_URL)
         result = {"load_average_1m_at_start": os.getloadavg()[0], "cores": os.cpu_count(),
                   "raw_post_rps": raw_post_rps(f"{receiver.url}/raw", receiver.secret, threads)}
-        ids, _ = provision(games, receiver, 0, min(COMPARED_DESTINATIONS, args.destinations))
-        if not args.skip_broker_comparison:
-            result.update(broker_comparison(args, games, awards, ids, env))
+        ids, _ = provision(games, receiver, 0, min(FIRST_DESTINATIONS, args.destinations))
         result.update(at_scale(args, games, awards, receiver, ids, env))
         result["send_efficiency"] = round(result["sends_per_s"] / result["raw_post_rps"], 3) \
             if result.get("sends_per_s") else None
@@ -433,7 +400,6 @@ def main() -> None:
     parser.add_argument("--delivery-workers", type=int, default=2)
     parser.add_argument("--delivery-threads", type=int, default=16, help="per delivery worker")
     parser.add_argument("--skip-outage", action="store_true")
-    parser.add_argument("--skip-broker-comparison", action="store_true")
     parser.add_argument("--skip-hosts", action="store_true", help="no host_failover_s (bench/hosts.py)")
     print(json.dumps(run(parser.parse_args()), indent=2))
 

@@ -217,8 +217,13 @@ LOGGING = {
 # to S3, SFTP, FTP or a webhook. It pushes messages to consumers of any number of queues
 # (one per destination), and returns a dead worker's unacknowledged messages at once. It
 # carries hints only: PostgreSQL is the record, and the sweepers re-derive every piece of
-# owed work from it (ARCHITECTURE rule 1). A Redis URL here still works (a documented option).
+# owed work from it (ARCHITECTURE rule 1). RabbitMQ only (docs/decisions/005-rabbitmq-only.md).
 CELERY_BROKER_URL = _secret("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
+if not CELERY_BROKER_URL.startswith(("amqp://", "amqps://")):
+    raise ImproperlyConfigured(
+        f"CELERY_BROKER_URL must be a RabbitMQ URL (amqp:// or amqps://), got one starting "
+        f"{CELERY_BROKER_URL.split(':', 1)[0]}://: Omnium's delivery depends on RabbitMQ "
+        "(docs/decisions/005-rabbitmq-only.md)")
 # RabbitMQ's management API: queue depths for Flower (--broker_api) and the tooling.
 CELERY_BROKER_MANAGEMENT_URL = _secret("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/")
 CELERY_RESULT_BACKEND = None
@@ -228,9 +233,6 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_CREATE_MISSING_QUEUES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# With a Redis broker: well above the longest task and every countdown, so an unacked task
-# is not redelivered while it still runs (RabbitMQ redelivers when the consumer is gone).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600} if CELERY_BROKER_URL.startswith("redis") else {}
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_TIMEZONE = "UTC"
@@ -353,7 +355,6 @@ OMNIUM.update({
     # Clients, keys and entitlements are re-read on every change notice, and at least this often.
     "PULL_CATALOGUE_MAX_AGE_S": _positive_float("OMNIUM_PULL_CATALOGUE_MAX_AGE_S", 60.0),
     # Listen for change notices in a thread (off in tests that drive the catalogue by hand).
-    "PULL_LISTEN_FOR_CHANGES": _bool("OMNIUM_PULL_LISTEN_FOR_CHANGES", True),
     # Requests per second per client, across all API processes.
     "PULL_CLIENT_RATE": _positive_float("OMNIUM_PULL_CLIENT_RATE", 200.0),
     # Failed attempts per minute per (client address, key prefix) before more are refused

@@ -43,9 +43,7 @@ def _runs_tests(config) -> bool:
 def _broker_of_this_run():
     """RabbitMQ: a vhost named after the test database, emptied, for this process and the
     workers it starts (child_processes passes the URL on), so that no kick of another run or
-    of the demo reaches them. (A Redis broker is a database of REDIS_URL's server already.)"""
-    if not settings.CELERY_BROKER_URL.startswith("amqp"):
-        return
+    of the demo reaches them."""
     url = broker.with_vhost(settings.CELERY_BROKER_URL, child_processes.database_of_this_run())
     broker.ensure_vhost(settings.CELERY_BROKER_MANAGEMENT_URL, url, fresh=True)
     settings.CELERY_BROKER_URL = url

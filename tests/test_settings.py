@@ -114,3 +114,10 @@ def test_env_example_lists_every_variable_the_settings_read_and_nothing_else():
 
 def settings_module():
     return importlib.import_module(settings.SETTINGS_MODULE)
+
+
+def test_a_broker_that_is_not_rabbitmq_stops_the_process_naming_the_variable():
+    finished = run({**PRODUCTION, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"}, "manage.py", "check")
+    assert finished.returncode != 0
+    assert "CELERY_BROKER_URL must be a RabbitMQ URL (amqp:// or amqps://), got one starting redis://" \
+        in finished.stderr

@@ -87,15 +87,12 @@ def kick_all(destination_ids) -> None:
 
 def _kick_through_one_connection(ids: list[int]) -> None:
     with current_app.producer_or_acquire() as producer:
-        if producer.connection.transport.driver_type == "amqp":
-            missing = _publish_where_queues_exist(producer, ids)
-            if missing:
-                _declare_without_waiting(producer, [delivery_queue_declaration(d) for d in missing])
-                _publish(producer, missing)
-                if len(missing) <= CONFIRMED_NEW_QUEUES:
-                    _taken_by_the_broker(producer.channel)
-        else:  # the Redis transport: a queue is a list, made by the first message
-            _publish(producer, ids)
+        missing = _publish_where_queues_exist(producer, ids)
+        if missing:
+            _declare_without_waiting(producer, [delivery_queue_declaration(d) for d in missing])
+            _publish(producer, missing)
+            if len(missing) <= CONFIRMED_NEW_QUEUES:
+                _taken_by_the_broker(producer.channel)
 
 
 def destination_of_kick(body) -> int | None:

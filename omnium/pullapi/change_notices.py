@@ -19,6 +19,10 @@ from omnium.conf import omnium_setting
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.pull_redis import pull_redis
 
+# Every API process listens for changes: catalogue notices here, file invalidations in read_path.
+# Tests that drive reloads by hand in one process turn it off (tests/pullapi/conftest.py).
+LISTEN_FOR_CHANGES = True
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "omnium:pull:catalogue"
@@ -94,7 +98,7 @@ def ensure_current() -> None:
     listener; without them (tests driving reloads themselves), nothing happens here.
     """
     global _listener
-    if _listener is not None or not omnium_setting("PULL_LISTEN_FOR_CHANGES"):
+    if _listener is not None or not LISTEN_FOR_CHANGES:
         return
     with _started:
         if _listener is None:

@@ -24,6 +24,7 @@ from omnium.caching.single_flight import SingleFlight
 from omnium.conf import omnium_setting
 from omnium.encoding.compression import gzip_body
 from omnium.encoding.pull_cache_entries import WRITE_IF_NEWER
+from omnium.pullapi import change_notices
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.invalidations import InvalidationListener, Invalidations
 from omnium.pullapi.pull_redis import pull_redis
@@ -207,7 +208,7 @@ def read_path() -> ReadPath:
                     missing_max=omnium_setting("PULL_MISSING_MAX"),
                     fill_ttl_s=omnium_setting("PULL_FILL_TTL_S"),
                 )
-                if omnium_setting("PULL_LISTEN_FOR_CHANGES"):
+                if change_notices.LISTEN_FOR_CHANGES:
                     made.listen_for_invalidations(omnium_setting("PULL_REDIS_URL"))
                 _read_path = made
     return _read_path

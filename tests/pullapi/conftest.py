@@ -8,7 +8,7 @@ from django.test import RequestFactory
 from omnium.clients.models import ApiKey, Client, Entitlement
 from omnium.delivery.engine import sender
 from omnium.feeds.models import FeedDefinition
-from omnium.pullapi import pull_cache_destinations, read_path
+from omnium.pullapi import change_notices, pull_cache_destinations, read_path
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.throttles import rates
 from tests import database_snapshots
@@ -16,10 +16,10 @@ from tests.conftest import GAMES_TABLES, make_small_games, the_small_games
 
 
 @pytest.fixture(autouse=True)
-def _catalogue_driven_by_hand(settings):
+def _catalogue_driven_by_hand(monkeypatch):
     """In-process tests reload the catalogue themselves (no listener thread) and start with
     an empty file memory; real server processes (servers.py) listen as in production."""
-    settings.OMNIUM = {**settings.OMNIUM, "PULL_LISTEN_FOR_CHANGES": False}
+    monkeypatch.setattr(change_notices, "LISTEN_FOR_CHANGES", False)
     read_path.reset()
     rates.__init__()
     yield

@@ -42,7 +42,7 @@ class DeliveryKicks(bootsteps.ConsumerStep):
 
     def __init__(self, c, **kwargs):
         super().__init__(c, **kwargs)
-        self.pool = self.consumer = self.hostname = self.driver_type = None
+        self.pool = self.consumer = self.hostname = None
         c.delivery_kicks = self  # for the control commands (queues), which get Celery's consumer
 
     def start(self, c):
@@ -51,7 +51,6 @@ class DeliveryKicks(bootsteps.ConsumerStep):
         from omnium.delivery.engine import proofs  # its models: Django is set up once the worker starts
 
         self.pool, self.hostname = c.pool, c.hostname
-        self.driver_type = c.connection.transport.driver_type
         proofs.set_worker_name(c.hostname)
         kicks.forget_all_on_their_way()
         super().start(c)
@@ -60,19 +59,12 @@ class DeliveryKicks(bootsteps.ConsumerStep):
     def get_consumers(self, channel):
         from omnium.delivery.worker import queues
 
-        channel.basic_qos(0, self._prefetch(), False)
+        # Per consumer (RabbitMQ's reading of global=False), so it holds for every queue added
+        # to the consumer later too.
+        channel.basic_qos(0, PREFETCH_PER_DESTINATION, False)
         self.consumer = Consumer(channel, callbacks=[self.on_kick], accept=["json"], auto_declare=False)
         self._add(queues.destination_ids())
         return [self.consumer]
-
-    def _prefetch(self) -> int:
-        """RabbitMQ: per consumer, from now on (every queue added to it later included). A
-        broker without per-consumer QoS (kombu's Redis transport) applies the limit to the
-        whole channel, where two kicks for every queue together left the pool idle (500
-        destinations: 70 s for one file, against 1.5 s on RabbitMQ): there, two per thread."""
-        if self.driver_type == "amqp":
-            return PREFETCH_PER_DESTINATION
-        return PREFETCH_PER_DESTINATION * max(1, self.pool.num_processes or 1)
 
     def shutdown(self, c):
         super().shutdown(c)
