@@ -140,12 +140,6 @@ class Destination(models.Model):
         transport = transport_registry.TRANSPORTS[kind]
         return transport.target_of(config or {}) != transport.target_of(self.config or {})
 
-    @property
-    def send_timeout_s(self) -> float:
-        """The hard deadline of one send (the transport's default unless configured)."""
-        schema = transport_registry.TRANSPORTS[self.kind].config_schema
-        return float((self.config or {}).get("send_timeout") or schema["send_timeout"].default)
-
     def can_send(self) -> bool:
         return self.enabled and not self.fenced and self.client.active
 
