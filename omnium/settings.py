@@ -124,6 +124,29 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Admin sign-ins are throttled by django-axes (maintained by Jazzband, the usual choice of Django
+# shops): after AXES_FAILURE_LIMIT failures from one address, or for one user name, further
+# attempts are refused for an hour without checking the password (so a flood costs no PBKDF2
+# either). Per user name too, so a guess spread over many addresses stops as well; staff can
+# lift a lock at once with `manage.py axes_reset_username <name>` (or axes_reset_ip).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = _int("DJANGO_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_COOLOFF_TIME = 1  # hours
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no banner at every start; lockouts are still logged as warnings
+# The same client address as the pull API's failed-key counting: behind the load balancer, the
+# address X-Forwarded-For names as far as OMNIUM_PULL_TRUSTED_PROXIES reach, not the balancer's.
+AXES_CLIENT_IP_CALLABLE = "omnium.pullapi.client_ip.client_ip_of_request"
+
+# Which part of Omnium this process serves: "api" (the pull API, with /healthz, /readyz and
+# /metrics), "admin" (the admin, the status screens and the API schema UI, with the same probes),
+# or "all" (a development machine, the demo). In production the API and the admin run as
+# separate processes on separate ports, so nothing done to the admin (a login flood, a heavy
+# status page) takes a thread from a pull client (docs/operations/deploy.md).
+OMNIUM_SERVES = env.str("OMNIUM_SERVES", default="all")
+if OMNIUM_SERVES not in ("api", "admin", "all"):
+    raise ImproperlyConfigured(f"OMNIUM_SERVES must be api, admin or all, got {OMNIUM_SERVES!r}")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -132,6 +155,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "omnium.alerts",
     "omnium.games",
@@ -152,6 +176,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "omnium.urls"

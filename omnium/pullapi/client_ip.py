@@ -25,6 +25,11 @@ def client_ip(meta) -> str:
     return hops[0] if hops else remote
 
 
+def client_ip_of_request(request) -> str:
+    """The same, for a request (django-axes counts failed admin sign-ins by it)."""
+    return client_ip(request.META)
+
+
 def _is_trusted(address: str, trusted) -> bool:
     try:
         parsed = ipaddress.ip_address(address)

@@ -29,6 +29,7 @@ BROWSER_SESSION_MIDDLEWARE = frozenset({
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "axes.middleware.AxesMiddleware",  # admin sign-ins only
 })
 
 

@@ -42,7 +42,12 @@ ROUTES = [
 # The two routes of a feed file, /v1/feeds/{games}/{feed_type}[/{filter}]: what memory hits serve.
 FEED_FILE_ROUTES = ("feed-file", "feed-file-filtered")
 
+# The schema and its browsable docs are for staff, served where the admin is; every other route
+# (the files, and each API process's own read-path health) by the API processes.
+SCHEMA_ROUTES = ("pull-schema", "pull-docs")
 urlpatterns = [path(route.path, route.view, name=route.name) for route in ROUTES]
+client_patterns = [pattern for pattern, route in zip(urlpatterns, ROUTES) if route.name not in SCHEMA_ROUTES]
+schema_patterns = [pattern for pattern, route in zip(urlpatterns, ROUTES) if route.name in SCHEMA_ROUTES]
 
 # Everything up to a route's first parameter: "/v1/feeds/", "/getfeeds", …
 KEYED_PATH_PREFIXES = tuple(dict.fromkeys("/" + route.path.split("<", 1)[0] for route in ROUTES if route.keyed))
