@@ -7,7 +7,8 @@ packages named after what they hold: `database` (claims, server-side binding, ti
 `workers` (worker process tuning).
 
 Here, the wiring: `settings` (read through `environment_variables`), `celery` (the app),
-`routing` (every queue, task name and beat entry), `urls`, `wsgi`, `conf` (our settings, read
+`routing` (every queue, task name and beat entry), `redis_keys` (every Redis key and channel),
+`urls`, `wsgi`, `conf` (our settings, read
 lazily), `redis_client` (one pool per process), and two bases every part shares:
 `read_only_admin` and `safe_errors` (what may be shown of an error).
 """

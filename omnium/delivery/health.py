@@ -23,12 +23,12 @@ from enum import StrEnum
 
 from redis.exceptions import RedisError
 
+from omnium import redis_keys
 from omnium.delivery import heartbeats
 from omnium.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
-EVENT_LOG = "omnium:events"
 EVENT_LOG_SIZE = 200
 
 class Status(StrEnum):
@@ -46,10 +46,6 @@ def status_of(paused: bool, failures: int, fast_retries: int) -> Status:
     return Status.BACKING_OFF if failures else Status.RUNNING
 
 
-def destination_key(destination_id: int) -> str:
-    return f"omnium:dest:{destination_id}"
-
-
 def publish_status(destination_id: int, status: Status, errors: int = 0, last_success: float | None = None,
                    backoff_s: float = 0.0) -> None:
     _quietly(lambda r: _status_into(r, destination_id, status, errors, last_success, backoff_s))
@@ -60,7 +56,7 @@ def _status_into(r, destination_id: int, status: Status, errors: int = 0, last_s
     fields = {"status": status, "errors": errors, "backoff_s": round(backoff_s, 1), "updated": time.time()}
     if last_success is not None:
         fields["last_success"] = last_success
-    r.hset(destination_key(destination_id), mapping=fields)
+    r.hset(redis_keys.destination_health(destination_id), mapping=fields)
 
 
 def record_event(kind: str, destination_id: int | None = None, **details) -> None:
@@ -75,8 +71,8 @@ def record_event(kind: str, destination_id: int | None = None, **details) -> Non
 
 
 def _event_into(pipe, kind: str, destination_id: int | None, **details) -> None:
-    pipe.lpush(EVENT_LOG, _event(kind, destination_id, time.time(), **details))
-    pipe.ltrim(EVENT_LOG, 0, EVENT_LOG_SIZE - 1)
+    pipe.lpush(redis_keys.EVENT_LOG, _event(kind, destination_id, time.time(), **details))
+    pipe.ltrim(redis_keys.EVENT_LOG, 0, EVENT_LOG_SIZE - 1)
 
 
 def _event(kind: str, destination_id: int | None, at: float, **details) -> str:
@@ -117,13 +113,13 @@ def _successes_into(r, successes: dict[int, float]) -> None:
     meanwhile (a failure, a pause) stays."""
     pipe = r.pipeline(transaction=False)
     for destination_id, at in successes.items():
-        pipe.hset(destination_key(destination_id), "last_success", at)
-        pipe.hsetnx(destination_key(destination_id), "status", Status.RUNNING)
+        pipe.hset(redis_keys.destination_health(destination_id), "last_success", at)
+        pipe.hsetnx(redis_keys.destination_health(destination_id), "status", Status.RUNNING)
     pipe.execute()
 
 
 def read_events(limit: int = EVENT_LOG_SIZE) -> list[dict]:
-    raw = _quietly(lambda r: r.lrange(EVENT_LOG, 0, limit - 1)) or []
+    raw = _quietly(lambda r: r.lrange(redis_keys.EVENT_LOG, 0, limit - 1)) or []
     return [json.loads(item) for item in raw]
 
 
@@ -144,7 +140,7 @@ def beat(heartbeat: heartbeats.WorkerHeartbeat, destination_ids: frozenset[int])
 def read(destination_id: int) -> dict:
     """The published health of a destination, with `stalled` when no live worker serves it."""
     def fetch(r):
-        return r.hgetall(destination_key(destination_id)), heartbeats.served(r, [destination_id])[0]
+        return r.hgetall(redis_keys.destination_health(destination_id)), heartbeats.served(r, [destination_id])[0]
 
     found = _quietly(fetch)
     if found is None:

@@ -13,9 +13,9 @@ refreshed every beat, was 10,000 commands every 5 s with 5,000 destinations and 
 and a twelfth of a delivery worker's Python time during a fan-out.
 """
 
+from omnium import redis_keys
 from omnium.conf import omnium_setting
 
-WORKERS = "omnium:workers"
 # SADD takes this many members at once: one command of 5,000 held Redis for a moment.
 SADD_CHUNK = 1000
 
@@ -29,14 +29,6 @@ def ttl_ms() -> int:
     return int(3 * interval_s() * 1000)
 
 
-def worker_key(name: str) -> str:
-    return f"omnium:worker:{name}"
-
-
-def served_key(name: str) -> str:
-    return f"omnium:worker:{name}:destinations"
-
-
 class WorkerHeartbeat:
     """The heartbeat of one delivery worker; `beat` is called every interval by one thread."""
 
@@ -47,9 +39,9 @@ class WorkerHeartbeat:
     def beat(self, r, now: float, destination_ids: frozenset[int]) -> None:
         """One beat through the Redis client `r` (raises RedisError)."""
         pipe = r.pipeline(transaction=False)
-        pipe.set(worker_key(self.name), now, px=ttl_ms())
-        pipe.sadd(WORKERS, self.name)
-        pipe.pexpire(served_key(self.name), ttl_ms())
+        pipe.set(redis_keys.worker(self.name), now, px=ttl_ms())
+        pipe.sadd(redis_keys.WORKERS, self.name)
+        pipe.pexpire(redis_keys.worker_destinations(self.name), ttl_ms())
         *_, still_there = pipe.execute()
         if not still_there or destination_ids != self.written:
             self._write_served(r, destination_ids)
@@ -59,25 +51,25 @@ class WorkerHeartbeat:
         """Replace the set of destinations served, in one transaction: a reader never sees it
         half written."""
         pipe = r.pipeline(transaction=True)
-        pipe.delete(served_key(self.name))
+        pipe.delete(redis_keys.worker_destinations(self.name))
         ordered = sorted(destination_ids)
         for start in range(0, len(ordered), SADD_CHUNK):
-            pipe.sadd(served_key(self.name), *ordered[start:start + SADD_CHUNK])
-        pipe.pexpire(served_key(self.name), ttl_ms())
+            pipe.sadd(redis_keys.worker_destinations(self.name), *ordered[start:start + SADD_CHUNK])
+        pipe.pexpire(redis_keys.worker_destinations(self.name), ttl_ms())
         pipe.execute()
 
 
 def served(r, destination_ids: list[int]) -> list[bool]:
     """Whether a live worker serves each destination, in two round trips; forgets the names
     of workers whose heartbeat expired."""
-    names = sorted(name.decode() for name in r.smembers(WORKERS))
+    names = sorted(name.decode() for name in r.smembers(redis_keys.WORKERS))
     pipe = r.pipeline(transaction=False)
     for name in names:
-        pipe.exists(worker_key(name))
-        pipe.smismember(served_key(name), destination_ids)
+        pipe.exists(redis_keys.worker(name))
+        pipe.smismember(redis_keys.worker_destinations(name), destination_ids)
     answers = pipe.execute() if names else []
     alive = [(name, members) for name, exists, members in zip(names, answers[::2], answers[1::2], strict=True)
              if exists]
     if gone := set(names) - {name for name, _ in alive}:
-        r.srem(WORKERS, *gone)
+        r.srem(redis_keys.WORKERS, *gone)
     return [any(members[n] for _, members in alive) for n in range(len(destination_ids))]

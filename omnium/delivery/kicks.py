@@ -24,6 +24,7 @@ import logging
 from celery import current_app
 from redis.exceptions import RedisError
 
+from omnium import redis_keys
 from omnium.redis_client import redis_client
 from omnium.routing import delivery_queue, delivery_queue_declaration, destination_of
 
@@ -47,10 +48,6 @@ CONFIRMED_NEW_QUEUES = 200
 
 def _on_its_way_s(batch_size: int) -> int:
     return ON_ITS_WAY_S + batch_size // KICKS_DRAINED_PER_S
-
-
-def on_its_way_key(destination_id: int) -> str:
-    return f"omnium:kick-on-its-way:{destination_id}"
 
 
 def kick(destination_id: int) -> None:
@@ -188,7 +185,7 @@ def _set_marks(destination_ids, only_unmarked: bool) -> list[bool]:
     script = _set_marks_script(client)
     pipe = client.pipeline(transaction=False)
     for start in range(0, len(ids), MARKS_PER_CALL):
-        script(keys=[on_its_way_key(destination_id) for destination_id in ids[start:start + MARKS_PER_CALL]],
+        script(keys=[redis_keys.kick_on_its_way(destination_id) for destination_id in ids[start:start + MARKS_PER_CALL]],
                args=[_on_its_way_s(len(ids)), int(only_unmarked)], client=pipe)
     return [bool(new) for answers in pipe.execute() for new in answers]
 
@@ -202,7 +199,7 @@ def forget_all_on_their_way() -> None:
     """Every mark, as when the broker may have lost the kicks (see delivery.worker.kick_consumer)."""
     try:
         client = redis_client()
-        keys = list(client.scan_iter(match=on_its_way_key("*"), count=1000))
+        keys = list(client.scan_iter(match=redis_keys.kick_on_its_way("*"), count=1000))
         for start in range(0, len(keys), 1000):
             client.delete(*keys[start:start + 1000])
     except RedisError:
@@ -214,7 +211,7 @@ def forget_marks(destination_ids: list[int]) -> None:
     if not destination_ids:
         return
     try:
-        redis_client().delete(*(on_its_way_key(destination_id) for destination_id in destination_ids))
+        redis_client().delete(*(redis_keys.kick_on_its_way(destination_id) for destination_id in destination_ids))
     except RedisError:  # marked without a kick, the sweeper waits out the mark: time, not a loss
         pass
 

@@ -12,6 +12,7 @@ from celery import current_app
 from django.dispatch import receiver
 from redis.exceptions import RedisError
 
+from omnium import redis_keys
 from omnium.games.signals import changes_committed
 from omnium.redis_client import redis_client
 from omnium.routing import BUILD_DUE, HANDLE_CHANGES, build_queue
@@ -43,7 +44,7 @@ def wake_builders(lane: str, in_seconds: float) -> bool:
     at = round(now + in_seconds, 2)
     try:
         script = redis_client().register_script(CLAIM_WAKE)
-        if not script(keys=[f"omnium:build-wake:{lane}"], args=[at, now, int(in_seconds * 1000) + 60_000]):
+        if not script(keys=[redis_keys.build_wake(lane)], args=[at, now, int(in_seconds * 1000) + 60_000]):
             return False
     except RedisError:
         # Without the shared dedup, this process's own keeps a wake-up chain per process: in a

@@ -9,6 +9,7 @@ from django.db import connection
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from omnium import redis_keys
 from omnium.conf import omnium_setting
 from omnium.database import claim_renewal
 from omnium.feeds import build_alerts, builder, changes, debounce
@@ -91,13 +92,12 @@ def _build_claimed(claim: debounce.Claim) -> None:
              result.size, result.seconds)
 
 
-BUILD_COUNTER = "omnium:builds"
 
 
 def _count_build(outcome: str) -> None:
     """Ops counters (a hash of outcome -> count) for the demo and dashboards; not a record."""
     try:
-        redis_client().hincrby(BUILD_COUNTER, outcome, 1)
+        redis_client().hincrby(redis_keys.BUILD_COUNTER, outcome, 1)
     except RedisError:
         pass
 

@@ -15,6 +15,7 @@ import redis
 from django.db import close_old_connections, connections, transaction
 from django.db.models.signals import post_delete, post_save
 
+from omnium import redis_keys
 from omnium.conf import omnium_setting
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.pull_redis import pull_redis
@@ -25,12 +26,11 @@ LISTEN_FOR_CHANGES = True
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "omnium:pull:catalogue"
 
 
 def publish() -> None:
     try:
-        pull_redis().publish(CHANNEL, "changed")
+        pull_redis().publish(redis_keys.CATALOGUE_CHANNEL, "changed")
     except redis.RedisError:
         log.warning("could not publish a catalogue change notice; API processes reload within %s s",
                     omnium_setting("PULL_CATALOGUE_MAX_AGE_S"))
@@ -67,7 +67,7 @@ class Listener(threading.Thread):
 
     def _listen(self) -> None:
         pubsub = pull_redis().pubsub(ignore_subscribe_messages=True)
-        pubsub.subscribe(CHANNEL)
+        pubsub.subscribe(redis_keys.CATALOGUE_CHANNEL)
         try:
             self._reload()  # anything missed while not subscribed
             while True:

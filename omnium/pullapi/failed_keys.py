@@ -13,6 +13,7 @@ import time
 
 import redis
 
+from omnium import redis_keys
 from omnium.conf import omnium_setting
 from omnium.pullapi.pull_redis import pull_redis
 
@@ -38,7 +39,7 @@ def blocked(address: str, prefix: str) -> float | None:
 def note_failure(address: str, prefix: str) -> float | None:
     """Count a failed attempt; seconds to wait when the pair is now over its limit."""
     window = int(time.time() // WINDOW_S)
-    key = f"omnium:pull:failed-keys:{address}:{prefix}:{window}"
+    key = redis_keys.failed_keys(address, prefix, window)
     try:
         pipe = pull_redis().pipeline(transaction=False)
         pipe.incr(key)

@@ -9,19 +9,20 @@ The Redis destinations that `ensure_pull_cache` sets up write these same keys:
 
 from dataclasses import dataclass
 
+from omnium import redis_keys
 from omnium.clients.shapes import AS_BUILT, Shape
 from omnium.clients.transforms import TRANSFORMS
 from omnium.pullapi import database_reads
 from omnium.pullapi.database_reads import StoredFile
 
-SHARED_PREFIX = "feed:"
-PUBLIC_PREFIX = "pub:"
+SHARED_PREFIX = redis_keys.SHARED_FILE_PREFIX
+PUBLIC_PREFIX = redis_keys.PUBLIC_FILE_PREFIX
 PUBLIC_TEMPLATE = "{feed_type}/{filter}"
 DOC_KEY_TEMPLATE = "{doc_key}"
 
 
 def own_prefix(client_id: int, shape: Shape) -> str:
-    return f"{SHARED_PREFIX}{client_id}:{shape.tag}:"
+    return redis_keys.own_shape_prefix(client_id, shape.tag)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from collections import defaultdict
 import redis
 from rest_framework.throttling import BaseThrottle
 
+from omnium import redis_keys
 from omnium.conf import omnium_setting
 from omnium.pullapi.catalogue import PullClient
 from omnium.pullapi.pull_redis import pull_redis
@@ -50,8 +51,8 @@ class SharedRates:
             counts, self._unshared = self._unshared, defaultdict(int)
             pipe = pull_redis().pipeline(transaction=False)
             for client_id, count in counts.items():
-                pipe.incrby(f"omnium:pull:rate:{client_id}:{window}", count)
-                pipe.expire(f"omnium:pull:rate:{client_id}:{window}", 5)
+                pipe.incrby(redis_keys.client_rate(client_id, window), count)
+                pipe.expire(redis_keys.client_rate(client_id, window), 5)
             totals = pipe.execute()[::2]
             if window == self._window:
                 self._shared.update(zip(counts, totals))

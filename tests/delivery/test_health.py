@@ -4,11 +4,12 @@ and the last success of each send with its worker's next heartbeat."""
 import json
 import time
 
+from omnium import redis_keys
 from omnium.delivery import health, heartbeats
 
 
 def _status_in_redis(r, destination_id: int) -> dict:
-    return {k.decode(): v.decode() for k, v in r.hgetall(health.destination_key(destination_id)).items()}
+    return {k.decode(): v.decode() for k, v in r.hgetall(redis_keys.destination_health(destination_id)).items()}
 
 
 def _beat(worker: str = "health-test-worker", serving: frozenset[int] = frozenset(range(100))) -> None:
@@ -29,7 +30,7 @@ def test_a_change_of_status_is_published_at_once_with_its_event_in_a_capped_log(
     assert len(events) == health.EVENT_LOG_SIZE, "the log stays capped"
     assert {k: events[0][k] for k in ("kind", "destination", "reason")} == {
         "kind": "paused", "destination": 7, "reason": "maintenance"}
-    assert json.loads(r.lindex(health.EVENT_LOG, 1))["n"] == health.EVENT_LOG_SIZE + 4
+    assert json.loads(r.lindex(redis_keys.EVENT_LOG, 1))["n"] == health.EVENT_LOG_SIZE + 4
 
 
 def test_a_send_writes_nothing_at_once_and_its_success_goes_out_with_the_next_heartbeat(clean_redis):
@@ -40,15 +41,15 @@ def test_a_send_writes_nothing_at_once_and_its_success_goes_out_with_the_next_he
     health.sent(22)
     health.sent(21)
 
-    assert _status_in_redis(r, 21) == {} and r.llen(health.EVENT_LOG) == 0, "no round trip of its own"
+    assert _status_in_redis(r, 21) == {} and r.llen(redis_keys.EVENT_LOG) == 0, "no round trip of its own"
     _beat()
     for destination_id in (21, 22):
         published = _status_in_redis(r, destination_id)
         assert published["status"] == "running", "a destination that only ever succeeded must not look unknown"
         assert time.time() >= float(published["last_success"]) >= before
-    assert r.llen(health.EVENT_LOG) == 0, "a send that changes nothing is no event"
+    assert r.llen(redis_keys.EVENT_LOG) == 0, "a send that changes nothing is no event"
 
-    r.delete(health.destination_key(21))
+    r.delete(redis_keys.destination_health(21))
     _beat()
     assert _status_in_redis(r, 21) == {}, "each success is published once"
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from devtools import broker
 from devtools.processes import free_port
+from omnium import redis_keys
 from omnium.delivery import kicks, tasks
 from omnium.delivery.engine import lease, sender
 from omnium.delivery.kicks import TRANSIENT, kick, kick_all
@@ -109,14 +110,14 @@ def test_the_sweeper_does_not_kick_a_destination_drained_since_it_read_the_idle_
     tasks.sweep_deliveries()
 
     assert swept == [[ids[1]]]
-    assert not redis_client().exists(kicks.on_its_way_key(ids[0]))  # no mark without a kick on its way
+    assert not redis_client().exists(redis_keys.kick_on_its_way(ids[0]))  # no mark without a kick on its way
 
 
 def test_a_drain_clears_its_kick_mark_whether_it_sends_or_not(small_games, subscribe, clean_redis, receiver):
     """A drain that sends clears the mark with its first send's status (one round trip); one
     that sends nothing, or finds the lease taken, clears it on its own."""
     def marked(destination_id) -> bool:
-        return bool(redis_client().exists(kicks.on_its_way_key(destination_id)))
+        return bool(redis_client().exists(redis_keys.kick_on_its_way(destination_id)))
 
     sending = subscribe(small_games, webhook_settings(receiver.url)).pk
     assert marked(sending)  # provisioning kicked it
@@ -172,7 +173,7 @@ def test_kicks_are_marked_on_their_way_before_they_are_published(clean_redis, mo
     publish = kicks._publish
 
     def publish_seeing_the_marks(producer, destination_ids, mandatory=False):
-        marked_when_published.extend(bool(redis_client().exists(kicks.on_its_way_key(d))) for d in destination_ids)
+        marked_when_published.extend(bool(redis_client().exists(redis_keys.kick_on_its_way(d))) for d in destination_ids)
         publish(producer, destination_ids, mandatory)
 
     monkeypatch.setattr(kicks, "_publish", publish_seeing_the_marks)
@@ -193,7 +194,7 @@ def test_kicks_the_broker_did_not_take_leave_no_mark(clean_redis, monkeypatch):
 
     kick_all([9_000_061, 9_000_062])  # no broker answers there: logged, not raised
 
-    assert not redis_client().exists(kicks.on_its_way_key(9_000_061), kicks.on_its_way_key(9_000_062))
+    assert not redis_client().exists(redis_keys.kick_on_its_way(9_000_061), redis_keys.kick_on_its_way(9_000_062))
 
 
 def test_only_a_positive_whole_number_is_read_as_a_kick():

@@ -8,7 +8,7 @@ import pytest
 import redis
 from django.utils import timezone
 
-from omnium import routing
+from omnium import redis_keys, routing
 from omnium.alerts.models import Alert
 from omnium.alerts.tasks import prune_resolved_alerts
 from omnium.caching.memory_lru import ExpiringLru
@@ -113,12 +113,12 @@ def test_a_deleted_redis_destination_takes_its_keys_and_health_with_it(small_gam
     health.beat(heartbeats.WorkerHeartbeat("this-test"), frozenset({destination.pk}))  # publishes the success
     key = published_key(destination)
     pull_cache = redis_client_at(REDIS_TEST_URL)
-    assert pull_cache.exists(key) and clean_redis.exists(health.destination_key(destination.pk))
+    assert pull_cache.exists(key) and clean_redis.exists(redis_keys.destination_health(destination.pk))
 
     Destination.objects.get(pk=destination.pk).delete()
 
     assert not pull_cache.exists(key)
-    assert not clean_redis.exists(health.destination_key(destination.pk))
+    assert not clean_redis.exists(redis_keys.destination_health(destination.pk))
 
 
 def test_a_retired_subscription_takes_its_keys_with_it(small_games, subscribe):

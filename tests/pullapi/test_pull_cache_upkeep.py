@@ -5,6 +5,7 @@ import pytest
 
 from devtools.generator import Generator
 from devtools.waiting import wait_until
+from omnium import redis_keys
 from omnium.clients.models import ApiKey, Client, Destination, Entitlement
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.games import workflow
@@ -70,6 +71,14 @@ def test_a_games_loaded_mid_event_and_an_xml_entitlement_serve_every_new_version
     assert stored_version == new_seq and pull_redis().ttl(own_key) == -1, \
         "kept current by the own-shape destination, for good"
     assert own_shape.subscriptions.get(active=True, definition__feed_type="calendar").shape.transform == "xml"
+
+    # Seed 002's key map: after builds, sends, heartbeats, pulls and a refused key, every key in
+    # Redis (the pull cache shares the server here) is one that omnium.redis_keys names.
+    assert http.get(f"/v1/feeds/{second.code}/calendar", HTTP_AUTHORIZATION="Bearer omk_wrongwrongwrong").status_code == 401
+    found = {key.decode() for key in pull_redis().scan_iter(count=1000)}
+    assert any(key.startswith("omnium:pull:failed-keys:") for key in found)
+    assert any(key.startswith("omnium:worker:") for key in found)
+    assert sorted(key for key in found if redis_keys.owner_of(key) is None) == []
 
 
 def test_a_copy_the_read_path_puts_in_redis_expires_unless_a_destination_takes_it_over(small_games, clean_redis):

@@ -24,3 +24,12 @@ def test_the_readme_is_a_front_page_and_its_links_lead_somewhere():
     targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
     missing = [target for target in targets if "://" not in target and not (ROOT / target).exists()]
     assert targets and missing == []
+
+
+def test_the_redis_key_table_in_the_docs_is_the_key_map():
+    from omnium.redis_keys import KEYS
+
+    table = (ROOT / "docs" / "operations" / "redis-keys.md").read_text()
+    documented = re.findall(r"^\| `([^`]+)` \| (\w+) \| (\w+) \|", table, re.MULTILINE)
+    assert documented == [(key.pattern, key.server, key.kind) for key in KEYS], (
+        "docs/operations/redis-keys.md differs from omnium/redis_keys.KEYS")

@@ -12,6 +12,7 @@ import logging
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from omnium import redis_keys
 from omnium.delivery import health
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryState, SenderState
@@ -19,7 +20,6 @@ from omnium.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
-CONTROL_CHANNEL = "omnium:control"
 
 
 def _sender_state(destination_id: int) -> SenderState:
@@ -82,6 +82,6 @@ def replay_dead_letters(destination_id: int) -> int:
 
 def publish(action: str, destination_id: int) -> None:
     try:
-        redis_client().publish(CONTROL_CHANNEL, json.dumps({"action": action, "destination": destination_id}))
+        redis_client().publish(redis_keys.CONTROL_CHANNEL, json.dumps({"action": action, "destination": destination_id}))
     except RedisError:  # the state is in PostgreSQL; the sender reads it before every file
         log.warning("control message %s for %s not published", action, destination_id, exc_info=True)

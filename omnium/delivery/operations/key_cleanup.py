@@ -15,8 +15,8 @@ from django.db import transaction
 from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
 
+from omnium import redis_keys
 from omnium.clients.models import Destination, Subscription
-from omnium.delivery import health
 from omnium.delivery.models import DeliveryState
 from omnium.redis_client import redis_client
 
@@ -74,7 +74,7 @@ def _prefix_changed(sender, instance, raw=False, **kwargs):
 
 @receiver(pre_delete, sender=Destination, dispatch_uid="delivery-health-keys-of-deleted-destination")
 def _destination_deleted(sender, instance, **kwargs):
-    key = health.destination_key(instance.pk)
+    key = redis_keys.destination_health(instance.pk)
     transaction.on_commit(lambda: _quietly_delete(key))
 
 

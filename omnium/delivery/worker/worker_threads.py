@@ -19,9 +19,9 @@ from celery.signals import worker_ready
 from django.db import connections
 from redis.exceptions import RedisError
 
+from omnium import redis_keys
 from omnium.delivery import health, heartbeats
 from omnium.delivery.engine import sender, transport_cache
-from omnium.delivery.operations.control import CONTROL_CHANNEL
 from omnium.redis_client import redis_client
 from omnium.routing import is_delivery_worker
 
@@ -42,7 +42,7 @@ def _control_loop() -> None:
     while True:
         try:
             pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
-            pubsub.subscribe(CONTROL_CHANNEL)
+            pubsub.subscribe(redis_keys.CONTROL_CHANNEL)
             for message in pubsub.listen():
                 _obey(json.loads(message["data"]))
         except (RedisError, ValueError):
