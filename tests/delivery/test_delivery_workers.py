@@ -6,6 +6,7 @@ import time
 from collections import Counter
 
 import kombu
+import orjson
 import pytest
 from celery import current_app
 from django.conf import settings
@@ -15,6 +16,7 @@ from devtools.broker import vhost_listing
 from devtools.loopback.hosts import BatchingLink
 from devtools.loopback.hosts import HoldingReceiver as SlowReceiver
 from devtools.waiting import wait_until
+from omnium.clients.models import Client
 from omnium.delivery.kicks import kick, kick_all
 from omnium.delivery.models import DeliveryAttempt, DeliveryState
 from omnium.delivery.worker.kick_consumer import PREFETCH_PER_DESTINATION
@@ -338,3 +340,50 @@ def test_each_destination_has_a_first_choice_among_the_delivery_workers_spread_e
             first_choices[workers[priorities.index(max(priorities))]] += 1
     assert all(700 < first_choices[worker] < 1100 for worker in workers), first_choices
     assert consumer_priority(workers[0], 7) == consumer_priority(workers[0], 7)  # the same on every start
+
+
+def test_a_scheduled_subscription_resends_its_unchanged_file_on_time_with_a_proof_each_time(
+        small_games, subscribe, receiver, pipeline):
+    """Seed 000, the per-subscription schedule: a client that asked for its files every N s gets
+    the current version again every N s (10 at least) without any change; one without a schedule
+    gets it once."""
+    scheduled = subscribe(small_games, webhook_settings(f"{receiver.url}/scheduled"), schedule_seconds=10)
+    subscribe(small_games, webhook_settings(f"{receiver.url}/once"))
+
+    def sent_to(path):
+        return [d for d in receiver.deliveries if d.path.startswith(f"/feeds/{path}")]
+
+    wait_until(lambda: len(sent_to("scheduled")) >= 3, 40, message="three sends of the scheduled file")
+    sent = sent_to("scheduled")
+    assert {d.headers["omnium-version"] for d in sent} == {str(calendar_seq(small_games))}, "nothing changed"
+    gaps = [later.received_at - earlier.received_at for earlier, later in zip(sent, sent[1:])]
+    assert all(9.9 <= gap <= 14 for gap in gaps), f"every 10 s (the sweep finds the timer within 0.5 s): {gaps}"
+    assert len(sent_to("once")) == 1
+    assert DeliveryAttempt.objects.filter(destination=scheduled, ok=True).count() >= 3, "a proof for each send"
+
+
+def test_a_client_without_the_marks_gets_files_without_them_and_one_with_the_version_gets_it(
+        small_games, subscribe, receiver, pipeline):
+    """A client's marks (seed 000): the provisional / official mark of each result kept or
+    dropped, the version number put in the file or not; the same file, two clients, two shapes."""
+    Client.objects.create(name="plain", include_result_marks=False, include_version=False)
+    Client.objects.create(name="marked", include_result_marks=True, include_version=True)
+    subscribe(small_games, webhook_settings(f"{receiver.url}/plain"), client="plain")
+    subscribe(small_games, webhook_settings(f"{receiver.url}/marked"), client="marked")
+    seq = calendar_seq(small_games)
+
+    def last_body(path):
+        bodies = [d.body for d in receiver.deliveries if d.path.startswith(f"/feeds/{path}")]
+        return orjson.loads(bodies[-1]) if bodies else None
+
+    wait_until(lambda: last_body("plain") and last_body("marked"), 20, message="both shapes delivered")
+    assert "version" not in last_body("plain") and not keys_anywhere(last_body("plain"), "result")
+    assert last_body("marked")["version"] == seq and keys_anywhere(last_body("marked"), "result")
+
+
+def keys_anywhere(node, key: str) -> bool:
+    if isinstance(node, dict):
+        return key in node or any(keys_anywhere(value, key) for value in node.values())
+    if isinstance(node, list):
+        return any(keys_anywhere(item, key) for item in node)
+    return False

@@ -17,6 +17,7 @@ from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDocument
 from omnium.games import workflow
 from omnium.games.models import Fixture
+from omnium.transports import registry as transport_registry
 from tests.delivery.fixtures import WEBHOOK_SECRET, redis_destination_settings, webhook_settings
 from tests.transports.kits import REDIS_TEST_URL
 
@@ -397,3 +398,32 @@ def test_a_file_that_fails_in_a_push_of_many_is_dead_lettered_and_the_others_get
     others = DeliveryState.objects.filter(destination=destination).exclude(pk=taken.pk)
     assert not any(state.force_resend for state in others), "the others landed and have their proofs"
     assert gate(destination.pk) == Gate.WAITING, "the destination backs off"
+
+
+@pytest.mark.servers
+def test_one_s3_client_serves_a_destination_across_drains_and_a_new_one_after_its_settings_change(
+        small_games, subscribe, s3_kit, monkeypatch):
+    """Seed 000 (order of the work 1): one S3 client per destination, reused from send to send
+    (boto3's client and its pooled connections are costly to make), replaced when the
+    destination's settings change. Transports made are counted at the registry, which the
+    sender's cache calls to make one."""
+    made = []
+    real = transport_registry.transport_for
+    monkeypatch.setattr(transport_registry, "transport_for", lambda *args: made.append(args) or real(*args))
+    destination = subscribe(small_games, ("s3", s3_kit.config(), s3_kit.credentials()))
+    path = f"{small_games.code}/calendar.json"
+
+    for score in (None, 61, 62):
+        seq = change_and_rebuild(small_games, score) if score else FeedDocument.objects.get(
+            doc_key=f"{small_games.code}/calendar").seq
+        assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+        assert DeliveryState.objects.get(destination=destination).sent_seq == seq
+        assert s3_kit.read_back(path) == bytes(FeedDocument.objects.get(doc_key=f"{small_games.code}/calendar").body)
+    assert len(made) == 1, "three drains, one S3 client"
+
+    destination.refresh_from_db()
+    destination.config = {**destination.config, "connect_timeout": 3}
+    destination.save()
+    change_and_rebuild(small_games, 63)
+    assert sender.drain(destination.pk) == sender.Outcome.DRAINED
+    assert len(made) == 2, "new settings, a new client"

@@ -1,5 +1,8 @@
 import gzip
 import threading
+import time
+
+import psycopg
 
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.file_locations import FeedFileAddress
@@ -206,3 +209,54 @@ def test_read_path_health_is_for_staff_only_and_says_whether_hits_ask_redis(game
     assert http.get("/v1/health/read-path", **bearer(key)).status_code == 403
     health = admin_client.get("/v1/health/read-path", HTTP_ACCEPT="application/json").json()
     assert health["invalidations"] == "down: every request asks Redis"  # no listener in this process
+
+
+def test_files_missing_from_redis_are_read_from_postgresql_at_most_four_at_a_time(games, entitle, clean_redis):
+    """Seed 000 (pull reading 3): on Redis misses an API process reads PostgreSQL for at most
+    PULL_DATABASE_READS (4) files at once, whatever the number of requests. The table is locked
+    from another connection so the reads pile up where PostgreSQL counts them."""
+    from django.db import connection
+    from django.test import Client as HttpClient
+
+    feed_types = ("country", "calendar", "medals", "results", "entries", "participants")
+    _, key = entitle("acme", games, *feed_types)
+    paths = [f"/v1/feeds/{doc_key}" for doc_key in FeedDocument.objects.filter(
+        games=games, feed_type__in=feed_types).values_list("doc_key", flat=True)]
+    assert len(paths) >= 10
+    statuses = []
+
+    def pull(path):
+        try:
+            statuses.append(HttpClient().get(path, **bearer(key)).status_code)
+        finally:
+            connection.close()
+
+    locker = psycopg.connect(**_conninfo(connection.settings_dict), autocommit=False)
+    watcher = psycopg.connect(**_conninfo(connection.settings_dict), autocommit=True)
+    try:
+        locker.execute("LOCK TABLE feeds_feeddocument IN ACCESS EXCLUSIVE MODE")
+        threads = [threading.Thread(target=pull, args=(path,)) for path in paths]
+        for thread in threads:
+            thread.start()
+
+        def file_reads_waiting() -> int:
+            return watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                " AND query LIKE 'SELECT seq, content_hash, body FROM feeds_feeddocument%%'").fetchone()[0]
+
+        wait_until(lambda: file_reads_waiting() >= 4, "four file reads waiting on the lock", 10)
+        time.sleep(0.5)  # time for a fifth to join them, if the cap let it
+        assert file_reads_waiting() == 4
+        locker.rollback()  # the lock goes: the reads proceed
+        for thread in threads:
+            thread.join(20)
+    finally:
+        locker.close()
+        watcher.close()
+    assert statuses == [200] * len(paths)
+    assert read_path().stats.database_reads == len(paths)
+
+
+def _conninfo(settings_dict) -> dict:
+    return {"dbname": settings_dict["NAME"], "user": settings_dict["USER"], "host": settings_dict["HOST"],
+            "port": settings_dict["PORT"] or 5432, "password": settings_dict["PASSWORD"] or None}

@@ -11,6 +11,7 @@ import requests
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
+from devtools.waiting import wait_until
 from omnium.clients.models import ApiKey
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.invalidations import CLIENT_NAME
@@ -50,6 +51,26 @@ def private_redis():
     redis = PrivateRedis()
     yield redis
     redis.stop()
+
+
+def test_a_revoked_key_whose_notice_is_lost_stops_working_within_the_catalogue_age(games, entitle, private_redis):
+    """Seed 000, D14: a revoked key fails within 1 s by its notice, and within the catalogue's
+    maximum age (60 s; 3 s here) when the notice never arrives. This server listens to another
+    Redis than the one the revocation's notice is published on, so it never hears of it."""
+    max_age_s = 3
+    server = ApiServer("pull-api-deaf", OMNIUM_PULL_REDIS_URL=private_redis.url,
+                       OMNIUM_PULL_CATALOGUE_MAX_AGE_S=max_age_s)
+    try:
+        client, key = entitle("acme", games, "medals")
+        url, headers = f"{server.url}/v1/feeds/{games.code}/medals", {"Authorization": f"Bearer {key}"}
+        wait_until(lambda: requests.get(url, headers=headers).status_code == 200, 10, message="the key known")
+        ApiKey.objects.get(client=client).revoke()
+        revoked_at = time.monotonic()
+        wait_until(lambda: requests.get(url, headers=headers).status_code == 401, max_age_s + 5, interval=0.1,
+                   message="the revoked key refused")
+        assert time.monotonic() - revoked_at <= max_age_s + 1.5
+    finally:
+        server.stop()
 
 
 def test_redis_stopped_files_in_memory_are_still_served_with_their_age(games, entitle, private_redis):
