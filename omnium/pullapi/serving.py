@@ -28,13 +28,13 @@ def prepare_api_process() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
-def granian_command(port: int, *, workers: int = 1, target: str = "omnium.wsgi:application",
-                    host: str = "127.0.0.1", static_root: str | None = None) -> list[str]:
+def granian_command(port: int, *, workers: int = 1, threads: int = 1, target: str = "omnium.wsgi:application",
+                    host: str = "127.0.0.1", static_root: str | None = None, launcher: tuple[str, ...] = ()) -> list[str]:
     """`static_root` (after `collectstatic`): granian serves the admin's CSS and scripts itself,
     so static files never go through Django and cost the pull API nothing."""
     static = ["--static-path-route", "/static", "--static-path-mount", static_root] if static_root else []
     return [
-        sys.executable, "-m", "granian", "--interface", "wsgi", "--host", host, "--port", str(port),
-        "--workers", str(workers), "--blocking-threads", "1", "--backpressure", "128",
+        *launcher, sys.executable, "-m", "granian", "--interface", "wsgi", "--host", host, "--port", str(port),
+        "--workers", str(workers), "--blocking-threads", str(threads), "--backpressure", "128",
         "--no-access-log", "--log-level", "warning", *static, target,
     ]
