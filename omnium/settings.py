@@ -337,8 +337,33 @@ def _alert_slack_url() -> str:
     return url
 
 
+def _http_url(name: str, default: str) -> str:
+    url = env.str(name, default=default)
+    if not url.startswith(("https://", "http://")):
+        raise ImproperlyConfigured(f"{name} must be an http(s) URL, got {url!r}")
+    return url
+
+
+def _webhook_secret(name: str) -> str:
+    secret = _secret(name, "")
+    if secret and not secret.startswith("whsec_"):
+        raise ImproperlyConfigured(f"{name} must be a Standard Webhooks secret (whsec_ followed by base64)")
+    return secret
+
+
 OMNIUM_ALERT_SLACK_URL = _alert_slack_url()
 OMNIUM_ALERT_EMAILS = env.list("OMNIUM_ALERT_EMAILS", default=[])
+# Pagers: PagerDuty's Events API v2 (an integration's routing key) and Opsgenie's Alert API (an
+# API integration's key); the URLs change only for Opsgenie's EU accounts, or a test's receiver.
+OMNIUM_ALERT_PAGERDUTY_ROUTING_KEY = _secret("OMNIUM_ALERT_PAGERDUTY_ROUTING_KEY", "")
+OMNIUM_ALERT_PAGERDUTY_URL = _http_url("OMNIUM_ALERT_PAGERDUTY_URL", "https://events.pagerduty.com/v2/enqueue")
+OMNIUM_ALERT_OPSGENIE_API_KEY = _secret("OMNIUM_ALERT_OPSGENIE_API_KEY", "")
+OMNIUM_ALERT_OPSGENIE_URL = _http_url("OMNIUM_ALERT_OPSGENIE_URL", "https://api.opsgenie.com")
+# Operator events (alerts opened and resolved) to a webhook of the operator's, Standard Webhooks signed.
+OMNIUM_OPERATOR_WEBHOOK_URL = env.str("OMNIUM_OPERATOR_WEBHOOK_URL", default="")
+OMNIUM_OPERATOR_WEBHOOK_SECRET = _webhook_secret("OMNIUM_OPERATOR_WEBHOOK_SECRET")
+if OMNIUM_OPERATOR_WEBHOOK_URL and not OMNIUM_OPERATOR_WEBHOOK_SECRET:
+    raise ImproperlyConfigured("OMNIUM_OPERATOR_WEBHOOK_URL needs OMNIUM_OPERATOR_WEBHOOK_SECRET (or its _FILE)")
 EMAIL_HOST = env.str("EMAIL_HOST", default="127.0.0.1")
 EMAIL_PORT = _int("EMAIL_PORT", 25, minimum=1)
 EMAIL_TIMEOUT = 10

@@ -15,6 +15,9 @@ class Alert(models.Model):
     # delivery that raised it. The sweeper re-sends what is not yet notified.
     opening_sent_at = models.DateTimeField(null=True, blank=True)
     resolution_sent_at = models.DateTimeField(null=True, blank=True)
+    # The channels that took each notice ({"opened": ["slack", …], "resolved": […]}): a retry
+    # goes only to those still owed it.
+    notified = models.JSONField(default=dict, blank=True)
     send_attempts = models.PositiveIntegerField(default=0)
     last_send_error = models.TextField(blank=True)
 
