@@ -115,6 +115,34 @@ def test_a_destination_owed_a_version_too_long_is_behind_even_without_failures(s
     assert Alert.objects.get(pk=alert.pk).resolved_at is not None
 
 
+@override_settings(OMNIUM=FAST_CLOCK)
+def test_a_destination_whose_file_waits_too_long_to_be_built_is_behind_though_it_has_every_version(
+        small_games, subscribe, receiver):
+    """Issue 32: "behind" counts from the oldest unbuilt change, so a live build that lags (or
+    keeps failing) alerts too; a bulk-lane file may wait."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from omnium.feeds.models import PendingBuild
+
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    sender.drain(destination.pk)  # it has the current version: nothing owed
+    doc_key, long_ago = f"{small_games.code}/calendar", timezone.now() - timedelta(seconds=5)
+    pending = PendingBuild.objects.create(doc_key=doc_key, lane="bulk", first_change_at=long_ago,
+                                          last_change_at=long_ago, due_at=long_ago)
+    assert behind_alert.check_behind() == 0, "a bulk file may wait"
+
+    PendingBuild.objects.filter(pk=pending.pk).update(lane="live")
+    assert behind_alert.check_behind() == 1
+    alert = Alert.objects.get(kind="destination_behind", resolved_at__isnull=True)
+    assert alert.subject == f"destination:{destination.pk}" and "not yet built" in alert.message
+
+    PendingBuild.objects.filter(pk=pending.pk).delete()  # built
+    assert behind_alert.check_behind() == 0
+    assert Alert.objects.get(pk=alert.pk).resolved_at is not None
+
+
 def drain_unattended(destination, until, seconds: float) -> None:
     """Drain as the destination's own kicks and the sweeper would: no retry_now, no person."""
     deadline = time.monotonic() + seconds
