@@ -307,6 +307,8 @@ OMNIUM = {
     # 127.0.0.0/8 on a development machine (omnium/transports/address_policy.py).
     "DESTINATION_ALLOWED_NETWORKS": _networks("OMNIUM_DESTINATION_ALLOWED_NETWORKS"),
     "ATTEMPT_RETENTION_DAYS": _int("OMNIUM_ATTEMPT_RETENTION_DAYS", 7, minimum=0),
+    # The per-client, per-day freshness report (delivery.operations.freshness_report): kept past a Games.
+    "FRESHNESS_RETENTION_DAYS": _int("OMNIUM_FRESHNESS_RETENTION_DAYS", 400, minimum=1),
     # The dead-man's switch (in beat) looks for lanes without a live worker this often.
     "DEAD_MANS_SWITCH_EVERY_S": _positive_float("OMNIUM_DEAD_MANS_SWITCH_EVERY_S", 15.0),
     # Workers say they are alive this often; silent for 3x this, they count as gone.

@@ -3,7 +3,9 @@
 - `status`: what the status screens show, from PostgreSQL (the record) and Redis (health).
 - `control`: pause (with a reason), resume, retry now, resend a file, replay dead letters.
 - `connection_check`: the admin's "Test connection", recorded in the attempts log.
-- `behind_alert`: a destination owed a version for longer than BEHIND_AFTER_S.
+- `behind_alert`: a destination owed a version (or a change to its file unbuilt) for longer
+  than BEHIND_AFTER_S.
+- `freshness_report`: per client and day, how fresh its files arrived against the promise.
 - `dead_mans_switch`: silence is an alarm (no sweep, no delivery worker).
 - `key_cleanup`: a deleted destination's or retired subscription's Redis keys go with it.
 """
