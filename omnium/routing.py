@@ -77,8 +77,8 @@ def task_routes() -> dict:
         "omnium.feeds.tasks.*": {"queue": build_queue(LIVE)},
         "omnium.games.tasks.*": {"queue": stats_queue(LIVE)},
         "omnium.delivery.tasks.*": {"queue": DELIVERY_CONTROL_QUEUE},
-        # A report, not delivery: summed where bulk work runs, never beside a send.
-        "omnium.delivery.tasks.summarize_freshness": {"queue": build_queue(BULK)},
+        # Reports, not delivery: summed where bulk work runs, never beside a send.
+        "omnium.reports.tasks.*": {"queue": build_queue(BULK)},
         "omnium.alerts.tasks.*": {"queue": ALERTS_QUEUE},
         # Building a new Games' pull files is bulk work: it must not hold up a live change.
         "omnium.pullapi.tasks.*": {"queue": build_queue(BULK)},
@@ -110,7 +110,7 @@ def beat_schedule() -> dict:
         **retention_schedule(),
         # Today's and yesterday's freshness per client, from the proofs (replaced each time).
         "summarize-freshness": {
-            "task": "omnium.delivery.tasks.summarize_freshness",
+            "task": "omnium.reports.tasks.summarize_freshness",
             "schedule": 3600.0,
             "options": {"expires": 3600.0},
         },
@@ -125,7 +125,7 @@ def beat_schedule() -> dict:
 # Retention: each table that grows with every change or failure has its pruning task.
 RETENTION_TASKS = {
     "prune-delivery-attempts": "omnium.delivery.tasks.prune_attempts",  # ATTEMPT_RETENTION_DAYS
-    "prune-freshness-days": "omnium.delivery.tasks.prune_freshness_days",  # FRESHNESS_RETENTION_DAYS
+    "prune-freshness-days": "omnium.reports.tasks.prune_freshness_days",  # FRESHNESS_RETENTION_DAYS
     "prune-handled-outbox": "omnium.feeds.tasks.prune_outbox",  # OUTBOX_RETENTION_DAYS
     "prune-feed-versions": "omnium.feeds.tasks.prune_feed_versions",  # FEED_VERSION_RETENTION_DAYS
     "prune-resolved-alerts": "omnium.alerts.tasks.prune_resolved_alerts",  # ALERT_RETENTION_DAYS

@@ -164,6 +164,7 @@ INSTALLED_APPS = [
     "omnium.delivery",
     "drf_spectacular",
     "omnium.pullapi",
+    "omnium.reports",
 ]
 
 MIDDLEWARE = [

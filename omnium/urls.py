@@ -18,6 +18,7 @@ PROBES = [
 STAFF = [
     *schema_patterns,  # the pull API's schema and browsable docs
     path("admin/delivery/", include("omnium.delivery.views")),
+    path("admin/delivery/status/", include("omnium.reports.views")),
     path("admin/", admin.site.urls),
 ]
 # The pull API (/getfeeds, /v1/…) first and not nested in an include: it takes thousands of

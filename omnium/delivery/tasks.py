@@ -10,8 +10,8 @@ from django.utils import timezone
 from omnium.conf import omnium_setting
 from omnium.delivery import health
 from omnium.delivery.kicks import forget_marks, kick_all, without_a_kick_on_its_way
-from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt, FreshnessDay
-from omnium.delivery.operations import behind_alert, freshness_report
+from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt
+from omnium.delivery.operations import behind_alert
 from omnium.delivery.worker import queues
 from omnium.transports.base import TIMEOUT_SETTINGS
 
@@ -98,21 +98,7 @@ def _still_needing_a_kick(unmarked: list[int]) -> list[int]:
 
 
 @shared_task
-def summarize_freshness() -> int:
-    return freshness_report.summarize_recent()
-
-
-@shared_task
-def prune_freshness_days() -> int:
-    cutoff = timezone.now().date() - timedelta(days=omnium_setting("FRESHNESS_RETENTION_DAYS"))
-    deleted, _ = FreshnessDay.objects.filter(day__lt=cutoff).delete()
-    return deleted
-
-
-@shared_task
 def prune_attempts() -> int:
-    # Today's and yesterday's freshness first: a day's report must not lose its proofs.
-    freshness_report.summarize_recent()
     cutoff = timezone.now() - timedelta(days=omnium_setting("ATTEMPT_RETENTION_DAYS"))
     deleted, _ = DeliveryAttempt.objects.filter(started_at__lt=cutoff).delete()
     return deleted

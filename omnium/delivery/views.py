@@ -2,17 +2,13 @@
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from omnium.clients.models import Client, Destination
-from omnium.delivery.models import FreshnessDay
-from omnium.delivery.operations import control, freshness_report, status
+from omnium.delivery.operations import control, status
 from omnium.delivery.permissions import may_drive_delivery
-
-REPORT_DAYS = 30
 
 
 def overview(request):
@@ -27,22 +23,6 @@ def client_status(request, client_id: int):
     context = {**admin.site.each_context(request), "client": client, "destinations": status.client_status(client),
                "delivery_switch": status.delivery_switch(), "may_drive_delivery": may_drive_delivery(request.user)}
     return render(request, "admin/delivery/client_status.html", context)
-
-
-def client_freshness(request, client_id: int):
-    """The client's freshness report: a table and a chart of its days against the 95 % line,
-    the last REPORT_DAYS days, or every day kept as CSV (?format=csv) to hand to the client."""
-    client = get_object_or_404(Client, pk=client_id)
-    days = FreshnessDay.objects.filter(client=client).order_by("-day")
-    if request.GET.get("format") == "csv":
-        response = HttpResponse(freshness_report.as_csv(days), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="omnium-freshness-client-{client.pk}.csv"'
-        return response
-    shown = list(days[:REPORT_DAYS])
-    context = {**admin.site.each_context(request), "client": client, "days": shown,
-               "chart": freshness_report.chart_svg(shown), "promise_share": freshness_report.PROMISE_SHARE,
-               "promise_s": freshness_report.PROMISE_S}
-    return render(request, "admin/delivery/client_freshness.html", context)
 
 
 @require_POST
@@ -74,8 +54,6 @@ def destination_control(request, destination_id: int):
 urlpatterns = [
     path("status/", admin.site.admin_view(overview), name="delivery-overview"),
     path("status/client/<int:client_id>/", admin.site.admin_view(client_status), name="delivery-client-status"),
-    path("status/client/<int:client_id>/freshness/", admin.site.admin_view(client_freshness),
-         name="delivery-client-freshness"),
     path("status/destination/<int:destination_id>/control/", admin.site.admin_view(destination_control),
          name="delivery-destination-control"),
 ]

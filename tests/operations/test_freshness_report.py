@@ -11,9 +11,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 from omnium.delivery.engine import sender
-from omnium.delivery.models import DeliveryAttempt, FreshnessDay
-from omnium.delivery.operations import control, freshness_report
-from omnium.delivery.tasks import prune_freshness_days
+from omnium.delivery.models import DeliveryAttempt
+from omnium.delivery.operations import control
+from omnium.reports import freshness as freshness_report
+from omnium.reports.models import FreshnessDay
+from omnium.reports.tasks import prune_freshness_days
 from tests.delivery.fixtures import webhook_settings
 from tests.operations.test_retries_and_alerts import FAST_CLOCK, new_version
 

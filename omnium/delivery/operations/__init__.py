@@ -5,7 +5,6 @@
 - `connection_check`: the admin's "Test connection", recorded in the attempts log.
 - `behind_alert`: a destination owed a version (or a change to its file unbuilt) for longer
   than BEHIND_AFTER_S.
-- `freshness_report`: per client and day, how fresh its files arrived against the promise.
 - `dead_mans_switch`: silence is an alarm (no sweep, no delivery worker).
 - `key_cleanup`: a deleted destination's or retired subscription's Redis keys go with it.
 """

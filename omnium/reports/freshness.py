@@ -7,7 +7,7 @@ A day's row is summed from the day's delivery attempts (not connection tests): v
 destination) was within 10 s and within 60 s, the median and 95th percentile age, failed
 attempts, and the longest outage at any one destination (first failure after a success -> the
 next success). Beat sums today and yesterday every hour (rows are replaced), so a day is
-complete well before its attempts are pruned (OMNIUM_ATTEMPT_RETENTION_DAYS).
+complete well before its attempts are pruned (OMNIUM_ATTEMPT_RETENTION_DAYS, 7 days).
 """
 
 import csv
@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
 
-from omnium.delivery.models import FreshnessDay
+from omnium.reports.models import FreshnessDay
 
 PROMISE_SHARE = 0.95  # of changes at the client within PROMISE_S
 PROMISE_S = 10
