@@ -119,3 +119,24 @@ def owner_of(key: str) -> RedisKey | None:
         if entry.kind != "channel" and entry.regex().fullmatch(key):
             return entry
     return None
+
+
+# --- the pull cache's own Redis user ------------------------------------------------------------
+# What OMNIUM_PULL_REDIS_URL's user may do on the pull cache's server, and nothing more: its keys
+# and channels (KEYS above, server "pull"), and the commands the API processes and the pull
+# cache's destinations run (reads, write-if-newer scripts, counters, notices, client-side caching).
+# No other key (a client's Redis destination on the same server), no FLUSHALL, CONFIG, KEYS,
+# DEBUG or SHUTDOWN. docs/operations/redis-keys.md shows the command that creates it.
+PULL_CACHE_KEY_PATTERNS = ("feed:*", "pub:*", "omnium:pull:*")
+PULL_CACHE_CHANNELS = (CATALOGUE_CHANNEL, "__redis__:invalidate")
+PULL_CACHE_COMMANDS = (
+    "+ping", "+hello", "+client|id", "+client|setname", "+client|tracking",
+    "+get", "+set", "+hget", "+hmget", "+hgetall", "+hset", "+del", "+unlink", "+expire", "+ttl", "+incr", "+incrby",
+    "+persist", "+eval", "+evalsha", "+script|load", "+script|exists", "+publish", "+subscribe", "+unsubscribe",
+)
+
+
+def pull_cache_acl_rules(password: str) -> list[str]:
+    """The ACL SETUSER rules (after the user name) of the pull cache's own user."""
+    return ["reset", "on", f">{password}", *(f"~{pattern}" for pattern in PULL_CACHE_KEY_PATTERNS),
+            *(f"&{channel}" for channel in PULL_CACHE_CHANNELS), *PULL_CACHE_COMMANDS]

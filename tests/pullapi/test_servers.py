@@ -7,11 +7,13 @@ from collections import Counter
 
 import orjson
 import pytest
+import redis
 import requests
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
 from devtools.waiting import wait_until
+from omnium import redis_keys
 from omnium.clients.models import ApiKey
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.invalidations import CLIENT_NAME
@@ -226,6 +228,41 @@ def test_with_the_invalidation_channel_cut_a_process_asks_redis_and_serves_the_n
         assert private_redis.commands_run() - before == Counter()
     finally:
         server.stop()
+
+
+def test_the_pull_caches_own_redis_user_serves_and_publishes_and_can_touch_nothing_else(
+        games, entitle, private_redis, staff_cookie):
+    """Issue 31: the pull cache's Redis reachable with a user of its own, limited to its key
+    patterns, channels and commands (omnium.redis_keys.pull_cache_acl_rules, the rules the docs
+    tell operators to create): an API process serves and listens under it, a Redis destination
+    publishes new versions with it, and it can read or write no other key and run no admin command."""
+    admin = private_redis.client()
+    admin.execute_command("ACL", "SETUSER", "omnium-pull", *redis_keys.pull_cache_acl_rules("pull-secret"))
+    restricted_url = f"redis://127.0.0.1:{private_redis.port}/0"
+    server = ApiServer("pull-api-acl", OMNIUM_PULL_REDIS_URL=restricted_url.replace("//", "//omnium-pull:pull-secret@"))
+    publisher = RedisTransport({"url": restricted_url, "key_prefix": "feed:"},
+                               {"username": "omnium-pull", "password": "pull-secret"})
+    try:
+        _, key = entitle("acme", games, "medals")
+        _listening_with_medals([server], games, key, staff_cookie)  # filled from PostgreSQL, tracked
+        for version in (40_001, 40_002):
+            publisher.send(orjson.dumps({"stored_version": version}), f"{games.code}/medals",
+                           content_type="application/json", version=version, etag=f"e{version}")
+            _wait_until(lambda v=version: _served_version(server, games, key) == v, "the new version served")
+        refused = requests.get(f"{server.url}/v1/feeds/{games.code}/medals", headers={"Authorization": "Bearer omk_x"})
+        assert refused.status_code == 401  # its failed-key count is one of the user's keys
+        assert _health(server, staff_cookie)["invalidations"] == "listening"
+    finally:
+        server.stop()
+        publisher.close()
+
+    user = redis.Redis(host="127.0.0.1", port=private_redis.port, username="omnium-pull", password="pull-secret")
+    admin.set("client-destination:sm7/medals", "a client's own key on the same server")
+    for forbidden in (lambda: user.get("client-destination:sm7/medals"), lambda: user.set("omnium:dest:1", "x"),
+                      lambda: user.flushall(), lambda: user.config_get("*"), lambda: user.keys("*")):
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            forbidden()
+    assert admin.get("client-destination:sm7/medals") == b"a client's own key on the same server"
 
 
 @pytest.fixture

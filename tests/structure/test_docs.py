@@ -33,3 +33,10 @@ def test_the_redis_key_table_in_the_docs_is_the_key_map():
     documented = re.findall(r"^\| `([^`]+)` \| (\w+) \| (\w+) \|", table, re.MULTILINE)
     assert documented == [(key.pattern, key.server, key.kind) for key in KEYS], (
         "docs/operations/redis-keys.md differs from omnium/redis_keys.KEYS")
+
+
+def test_the_documented_acl_of_the_pull_caches_redis_user_is_the_one_tested():
+    from omnium.redis_keys import pull_cache_acl_rules
+
+    documented = (ROOT / "docs" / "operations" / "redis-keys.md").read_text()
+    assert "ACL SETUSER omnium-pull " + " ".join(pull_cache_acl_rules("<password>")) in documented
