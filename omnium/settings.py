@@ -331,18 +331,10 @@ if OMNIUM["DELIVERY_LEASE_MARGIN_S"] < 5:
     raise ImproperlyConfigured("OMNIUM_DELIVERY_LEASE_MARGIN_S must be at least 5 seconds")
 
 # --- Alerts ------------------------------------------------------------------------------
-def _alert_slack_url() -> str:
-    url = _secret("OMNIUM_ALERT_SLACK_URL", "")
+def _http_url(name: str, default: str = "", secret: bool = False) -> str:
+    """NAME as an http(s) URL (empty allowed where the default is); `secret`: NAME_FILE too."""
+    url = _secret(name, default) if secret else env.str(name, default=default)
     if url and not url.startswith(("https://", "http://")):
-        raise ImproperlyConfigured(
-            f"OMNIUM_ALERT_SLACK_URL must be an http(s) URL of an incoming webhook, got {url!r}"
-        )
-    return url
-
-
-def _http_url(name: str, default: str) -> str:
-    url = env.str(name, default=default)
-    if not url.startswith(("https://", "http://")):
         raise ImproperlyConfigured(f"{name} must be an http(s) URL, got {url!r}")
     return url
 
@@ -354,7 +346,7 @@ def _webhook_secret(name: str) -> str:
     return secret
 
 
-OMNIUM_ALERT_SLACK_URL = _alert_slack_url()
+OMNIUM_ALERT_SLACK_URL = _http_url("OMNIUM_ALERT_SLACK_URL", secret=True)  # an incoming webhook's; its path is a secret
 OMNIUM_ALERT_EMAILS = env.list("OMNIUM_ALERT_EMAILS", default=[])
 # Pagers: PagerDuty's Events API v2 (an integration's routing key) and Opsgenie's Alert API (an
 # API integration's key); the URLs change only for Opsgenie's EU accounts, or a test's receiver.

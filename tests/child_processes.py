@@ -19,12 +19,18 @@ def database_of_this_run() -> str:
     return f"{name}_{XDIST_WORKER}" if XDIST_WORKER and not name.endswith(XDIST_WORKER) else name
 
 
+def database_url() -> str:
+    """The test database's URL: for child processes, and for a test's own psycopg connection
+    beside Django's (to lock a table, watch pg_stat_activity, end a backend)."""
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
 def child_environment(**overrides) -> dict:
     """The environment of a child process: same settings, but the test database."""
-    db = connection.settings_dict
     env = dict(os.environ)
     env.setdefault("DJANGO_DEBUG", "true")  # children load the settings too, with the development keys
-    env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env["DATABASE_URL"] = database_url()
     env["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL  # this run's own vhost (tests/conftest.py)
     env.update({k: str(v) for k, v in overrides.items()})
     return env

@@ -4,10 +4,10 @@ import time
 
 import psycopg
 import pytest
-from django.conf import settings
 from django.db import OperationalError, connection
 
 from omnium.workers import database_connections
+from tests import child_processes
 
 
 def _task(succeeded: bool = True) -> int:
@@ -27,9 +27,7 @@ def _task(succeeded: bool = True) -> int:
 def _cut(pid: int) -> None:
     """End the server process, as a database restart or a network cut would (from a
     connection of its own)."""
-    db = settings.DATABASES["default"]
-    with psycopg.connect(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"] or 5432,
-                         autocommit=True) as admin:
+    with psycopg.connect(child_processes.database_url(), autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 

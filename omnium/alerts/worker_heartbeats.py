@@ -2,6 +2,7 @@
 and which lanes it consumes. PostgreSQL, not Redis: a Redis outage must not look like every
 worker gone (the dead-man's switch would cry wolf exactly when it matters)."""
 
+import json
 import logging
 import threading
 import time
@@ -29,14 +30,30 @@ def beat(hostname: str, lanes: list[str]) -> None:
     WorkerHeartbeat.objects.update_or_create(hostname=hostname, defaults={"queues": lanes, "beat_at": Now()})
 
 
+def silent_after_s() -> float:
+    """A worker whose heartbeat is older than this (three intervals) is gone or stuck."""
+    return 3 * omnium_setting("HEARTBEAT_INTERVAL_S")
+
+
 def live_lanes() -> set[str]:
-    """Every lane that a worker with a recent heartbeat (3 intervals) consumes."""
+    """Every lane that a worker with a recent heartbeat consumes."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT jsonb_array_elements_text(queues) FROM alerts_workerheartbeat"
             " WHERE beat_at > clock_timestamp() - %s * interval '1 second'",
-            [3 * omnium_setting("HEARTBEAT_INTERVAL_S")])
+            [silent_after_s()])
         return {row[0] for row in cursor.fetchall()}
+
+
+def heartbeat_of(hostname: str) -> tuple[float, list[str]] | None:
+    """(seconds since the worker's last heartbeat, by the database clock; the lanes it consumes),
+    or None if it never beat."""
+    with connection.cursor() as cursor:
+        # queues as text: a raw cursor hands jsonb back undecoded
+        cursor.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp() - beat_at), queues::text"
+                       " FROM alerts_workerheartbeat WHERE hostname = %s", [hostname])
+        row = cursor.fetchone()
+    return None if row is None else (float(row[0]), json.loads(row[1]))
 
 
 def _beat_forever(consumer) -> None:

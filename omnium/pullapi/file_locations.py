@@ -15,8 +15,6 @@ from omnium.clients.transforms import TRANSFORMS
 from omnium.pullapi import database_reads
 from omnium.pullapi.database_reads import StoredFile
 
-SHARED_PREFIX = redis_keys.SHARED_FILE_PREFIX
-PUBLIC_PREFIX = redis_keys.PUBLIC_FILE_PREFIX
 PUBLIC_TEMPLATE = "{feed_type}/{filter}"
 DOC_KEY_TEMPLATE = "{doc_key}"
 
@@ -33,7 +31,7 @@ class FeedFileAddress:
 
     @property
     def redis_key(self) -> str:
-        prefix = own_prefix(self.client_id, self.shape) if self.shape.own else SHARED_PREFIX
+        prefix = own_prefix(self.client_id, self.shape) if self.shape.own else redis_keys.SHARED_FILE_PREFIX
         return prefix + self.doc_key
 
     @property
@@ -57,7 +55,7 @@ class PublicDocumentAddress:
 
     @property
     def redis_key(self) -> str:
-        return PUBLIC_PREFIX + PUBLIC_TEMPLATE.format(feed_type=self.feed_type, filter=self.filter)
+        return redis_keys.PUBLIC_FILE_PREFIX + PUBLIC_TEMPLATE.format(feed_type=self.feed_type, filter=self.filter)
 
     def load(self) -> StoredFile | None:
         return database_reads.newest_public_document(self.feed_type, self.filter)

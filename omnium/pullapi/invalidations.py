@@ -24,12 +24,12 @@ import time
 
 import redis
 
-from omnium.pullapi.file_locations import PUBLIC_PREFIX, SHARED_PREFIX
+from omnium import redis_keys
 from omnium.pullapi.file_memory import NEVER_CONFIRMED
 
 log = logging.getLogger(__name__)
 
-TRACKED_PREFIXES = (SHARED_PREFIX, PUBLIC_PREFIX)
+TRACKED_PREFIXES = (redis_keys.SHARED_FILE_PREFIX, redis_keys.PUBLIC_FILE_PREFIX)
 CLIENT_NAME = "omnium-pull-invalidations"
 INVALIDATION_CHANNEL = "__redis__:invalidate"  # where Redis sends a redirected client's invalidations
 RECONNECT_EVERY_S = 0.5  # until then each request costs one HGET, as before this channel existed

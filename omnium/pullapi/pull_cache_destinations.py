@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from django.db import transaction
 
+from omnium import redis_keys
 from omnium.clients.models import Client, Destination, Entitlement, Subscription
 from omnium.clients.shapes import AS_BUILT
 from omnium.clients.system_destinations import pull_redis_url_and_credentials
@@ -23,7 +24,7 @@ from omnium.feeds.hints import wake_builders
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.feeds.resolvers import PULL_DEFINITIONS, SPLITS
 from omnium.games.models import Athlete, Fixture, Games, MedalEvent
-from omnium.pullapi.file_locations import DOC_KEY_TEMPLATE, PUBLIC_PREFIX, PUBLIC_TEMPLATE, SHARED_PREFIX, own_prefix
+from omnium.pullapi.file_locations import DOC_KEY_TEMPLATE, PUBLIC_TEMPLATE, own_prefix
 from omnium.routing import BULK
 
 SYSTEM_CLIENT = "pull cache"
@@ -90,8 +91,8 @@ def _own_shapes(games: Games, definitions: dict) -> dict:
 def ensure_destinations(games: Games) -> dict:
     definitions = {d.feed_type: d for d in ensure_definitions(games)}
     system, _ = Client.objects.get_or_create(name=SYSTEM_CLIENT)
-    shared = _redis_destination(system, SHARED_DESTINATION, SHARED_PREFIX)
-    public = _redis_destination(system, PUBLIC_DESTINATION, PUBLIC_PREFIX)
+    shared = _redis_destination(system, SHARED_DESTINATION, redis_keys.SHARED_FILE_PREFIX)
+    public = _redis_destination(system, PUBLIC_DESTINATION, redis_keys.PUBLIC_FILE_PREFIX)
     kept = [_subscribe(shared, d, DOC_KEY_TEMPLATE).pk for d in definitions.values()]
     kept += [_subscribe(public, definitions[t], PUBLIC_TEMPLATE).pk for t in PUBLIC_FEED_TYPES]
     own = []

@@ -189,7 +189,7 @@ def test_a_builder_that_cannot_claim_a_due_file_looks_again_shortly_not_at_once(
 
     doc_key = f"{small_games.code}/calendar"
     debounce.note_changes([doc_key], timezone.now() - timezone.timedelta(seconds=5), LIVE)  # overdue
-    other = psycopg.connect(_dsn(), autocommit=False)
+    other = psycopg.connect(child_processes.database_url(), autocommit=False)
     try:  # another session is noting a change to it this instant: its row is locked
         other.execute("SELECT 1 FROM feeds_pendingbuild WHERE doc_key = %s FOR UPDATE", [doc_key])
 
@@ -214,11 +214,6 @@ def test_an_idle_builder_schedules_no_wake_up(small_games, clean_redis):
     assert built == 0
     assert debounce.next_due_in([LIVE]) is None
     assert clean_redis.get(f"omnium:build-wake:{LIVE}") is None, "an idle builder polled itself"
-
-
-def _dsn() -> str:
-    settings = connection.settings_dict
-    return f"postgresql://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
 
 
 def test_standings_follow_finished_results_not_every_live_score(small_games):

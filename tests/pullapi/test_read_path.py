@@ -10,6 +10,7 @@ from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.invalidations import Invalidations
 from omnium.pullapi.read_path import read_path
 from omnium.transports.redis import RedisTransport
+from tests import child_processes
 from tests.pullapi.conftest import bearer, fill_pull_cache, pull_redis_url, wait_until
 
 
@@ -231,8 +232,8 @@ def test_files_missing_from_redis_are_read_from_postgresql_at_most_four_at_a_tim
         finally:
             connection.close()
 
-    locker = psycopg.connect(**_conninfo(connection.settings_dict), autocommit=False)
-    watcher = psycopg.connect(**_conninfo(connection.settings_dict), autocommit=True)
+    locker = psycopg.connect(child_processes.database_url(), autocommit=False)
+    watcher = psycopg.connect(child_processes.database_url(), autocommit=True)
     try:
         locker.execute("LOCK TABLE feeds_feeddocument IN ACCESS EXCLUSIVE MODE")
         threads = [threading.Thread(target=pull, args=(path,)) for path in paths]
@@ -256,7 +257,3 @@ def test_files_missing_from_redis_are_read_from_postgresql_at_most_four_at_a_tim
     assert statuses == [200] * len(paths)
     assert read_path().stats.database_reads == len(paths)
 
-
-def _conninfo(settings_dict) -> dict:
-    return {"dbname": settings_dict["NAME"], "user": settings_dict["USER"], "host": settings_dict["HOST"],
-            "port": settings_dict["PORT"] or 5432, "password": settings_dict["PASSWORD"] or None}

@@ -12,7 +12,6 @@ import requests
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
-from devtools.waiting import wait_until
 from omnium import redis_keys
 from omnium.clients.models import ApiKey
 from omnium.feeds.models import FeedDocument
@@ -65,11 +64,11 @@ def test_a_revoked_key_whose_notice_is_lost_stops_working_within_the_catalogue_a
     try:
         client, key = entitle("acme", games, "medals")
         url, headers = f"{server.url}/v1/feeds/{games.code}/medals", {"Authorization": f"Bearer {key}"}
-        wait_until(lambda: requests.get(url, headers=headers).status_code == 200, 10, message="the key known")
+        _wait_until(lambda: requests.get(url, headers=headers).status_code == 200, "the key known")
         ApiKey.objects.get(client=client).revoke()
         revoked_at = time.monotonic()
-        wait_until(lambda: requests.get(url, headers=headers).status_code == 401, max_age_s + 5, interval=0.1,
-                   message="the revoked key refused")
+        _wait_until(lambda: requests.get(url, headers=headers).status_code == 401, "the revoked key refused",
+                    max_age_s + 5)
         assert time.monotonic() - revoked_at <= max_age_s + 1.5
     finally:
         server.stop()

@@ -40,7 +40,7 @@ def check() -> list[str]:
     for lane in LANES:
         if lane in silent:
             open_alert(NO_WORKER, f"lane:{lane}", f"No worker has consumed the {lane} queue for "
-                       f"{3 * omnium_setting('HEARTBEAT_INTERVAL_S'):g} s: its work waits.", lane=lane)
+                       f"{worker_heartbeats.silent_after_s():g} s: its work waits.", lane=lane)
         else:
             resolve_alert(NO_WORKER, f"lane:{lane}")
     behind_alert.check_behind()
@@ -62,7 +62,7 @@ def _watch_forever(grace_s: float) -> None:
 
 @beat_init.connect
 def _start_watching(sender=None, **kwargs):
-    grace = 3 * omnium_setting("HEARTBEAT_INTERVAL_S")
+    grace = worker_heartbeats.silent_after_s()
     threading.Thread(target=_watch_forever, args=(grace,), daemon=True, name="dead-mans-switch").start()
 
 

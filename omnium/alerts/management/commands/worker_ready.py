@@ -9,16 +9,9 @@ PostgreSQL within three intervals and consumes its queues; no broker round trip,
 every few seconds costs nothing.
 """
 
-import json
-
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
 
-from omnium.conf import omnium_setting
-
-HEARTBEAT_AGE = """
-SELECT EXTRACT(EPOCH FROM clock_timestamp() - beat_at), queues::text FROM alerts_workerheartbeat WHERE hostname = %s
-"""
+from omnium.alerts.worker_heartbeats import heartbeat_of, silent_after_s
 
 
 class Command(BaseCommand):
@@ -28,13 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("node", help="the worker's node name, as given to -n (live@host, deliver@host…)")
 
     def handle(self, *args, node, **options):
-        with connection.cursor() as cursor:
-            cursor.execute(HEARTBEAT_AGE, [node])
-            row = cursor.fetchone()
-        if row is None:
+        heartbeat = heartbeat_of(node)
+        if heartbeat is None:
             raise CommandError(f"{node}: no heartbeat ever (not started, or another node name)")
-        age_s, lanes = float(row[0]), json.loads(row[1])  # jsonb comes back as its text
-        limit = 3 * omnium_setting("HEARTBEAT_INTERVAL_S")
-        if age_s > limit:
-            raise CommandError(f"{node}: last heartbeat {age_s:.0f} s ago (more than {limit:g} s): gone or stuck")
+        age_s, lanes = heartbeat
+        if age_s > silent_after_s():
+            raise CommandError(f"{node}: last heartbeat {age_s:.0f} s ago (more than {silent_after_s():g} s): "
+                               "gone or stuck")
         self.stdout.write(f"{node}: ready, heartbeat {age_s:.1f} s ago, consuming {', '.join(lanes)}")
