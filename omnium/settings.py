@@ -9,6 +9,7 @@ the development secret key or credential key, and cookies, HSTS and the HTTPS re
 on. Development flows (`make demo`, `make test`, the benchmarks) set DJANGO_DEBUG=true.
 """
 
+import base64
 import ipaddress
 from pathlib import Path
 
@@ -369,16 +370,25 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="omnium-alerts@localh
 OMNIUM_CREDENTIAL_KEYS = [
     key.strip() for key in _secret("OMNIUM_CREDENTIAL_KEYS", DEV_CREDENTIAL_KEY).split(",") if key.strip()
 ]
-try:
+
+
+def _fernet_key_bytes(key: str) -> bytes:
+    """The 32 bytes a Fernet key stands for. Base64 has several spellings of the same bytes
+    (spare low bits in the last character, characters outside the alphabet skipped), so keys
+    are compared by their bytes, never by their text."""
     from cryptography.fernet import Fernet
 
-    for _key in OMNIUM_CREDENTIAL_KEYS:
-        Fernet(_key)
-except ValueError as exc:
-    raise ImproperlyConfigured(f"OMNIUM_CREDENTIAL_KEYS holds a key that is not a Fernet key: {exc}") from exc
+    try:
+        Fernet(key)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"OMNIUM_CREDENTIAL_KEYS holds a key that is not a Fernet key: {exc}") from exc
+    return base64.urlsafe_b64decode(key)
+
+
 if not OMNIUM_CREDENTIAL_KEYS:
     raise ImproperlyConfigured("OMNIUM_CREDENTIAL_KEYS is empty")
-if not DEBUG and DEV_CREDENTIAL_KEY in OMNIUM_CREDENTIAL_KEYS:
+_credential_key_bytes = [_fernet_key_bytes(key) for key in OMNIUM_CREDENTIAL_KEYS]
+if not DEBUG and _fernet_key_bytes(DEV_CREDENTIAL_KEY) in _credential_key_bytes:
     raise ImproperlyConfigured(
         "OMNIUM_CREDENTIAL_KEYS holds the development key: set real Fernet keys (or DJANGO_DEBUG=true on a dev machine)"
     )

@@ -4,6 +4,7 @@ turn on every HTTPS protection, and name the variable of any value they cannot r
 Each case loads the settings in a fresh process with only the variables it names, as a
 production host would (no DJANGO_DEBUG from the test run)."""
 
+import base64
 import importlib
 import json
 import re
@@ -14,6 +15,8 @@ import sys
 import pytest
 from cryptography.fernet import Fernet
 from django.conf import settings
+
+from omnium.settings import DEV_CREDENTIAL_KEY
 
 REAL_KEYS = {
     "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
@@ -51,6 +54,17 @@ def test_process_refuses_to_start_with_a_development_key_and_debug_off(developme
     finished = run(environment, "manage.py", "check")
     assert finished.returncode != 0
     assert "ImproperlyConfigured" in finished.stderr and f"{development_variable} " in finished.stderr
+
+
+@pytest.mark.parametrize("spelling", [
+    "ZGV2LW9ubHkta2V5LWRvLW5vdC11c2UtaW4tcHJvZCF=",  # the last character's spare bits set
+    "ZGV2LW9ubHkta2V5 LWRvLW5vdC11c2UtaW4tcHJvZCE=",  # a space inside, which base64 skips
+])
+def test_another_spelling_of_the_development_credential_key_is_refused_too(spelling):
+    assert base64.urlsafe_b64decode(spelling) == base64.urlsafe_b64decode(DEV_CREDENTIAL_KEY)
+    finished = run({**PRODUCTION, "OMNIUM_CREDENTIAL_KEYS": f"{REAL_KEYS['OMNIUM_CREDENTIAL_KEYS']},{spelling}"},
+                   "manage.py", "check")
+    assert finished.returncode != 0 and "OMNIUM_CREDENTIAL_KEYS holds the development key" in finished.stderr
 
 
 def test_debug_is_off_unless_asked_for_so_the_development_keys_are_refused_by_default():
