@@ -3,7 +3,9 @@
 In this order: 400 for malformed parameters, 403 for a file the client is not entitled to,
 404 for a Games, feed type or record that does not exist. Entitlement comes before existence,
 so a key learns nothing about what lies outside its entitlements (a Games' code, a fixture
-id). Staff, entitled to everything, get the 404s. All from the in-memory catalogue, but for
+id). Staff, entitled to everything, get the 404s. A record named by its id alone answers 404
+both when the id is unknown and when its Games lies outside the key's entitlements, so its
+answer tells no one which ids exist elsewhere. All from the in-memory catalogue, but for
 a record named by its id alone (`record_games`: an index, then memory).
 
 Public documents are gated by the feed they are drawn from: a Games' medal table by its
@@ -104,10 +106,10 @@ def public_document(user, feed_type: str, record_id: str) -> PublicDocumentAddre
     if entitled is not None and not entitled:
         raise NotEntitled()  # before any look-up: an id outside every entitlement tells nothing
     found_in = record_games.games_of(feed_type, filter)
+    if entitled is not None:
+        found_in &= entitled  # an id of a Games the key may not read is as unknown as a made-up one
     if not found_in:
         raise UnknownFile()
-    if entitled is not None and not entitled & found_in:
-        raise NotEntitled()
     return PublicDocumentAddress(feed_type, filter)
 
 

@@ -12,7 +12,7 @@ from omnium.feeds import changes, record_ids
 from omnium.feeds.builder import build_file
 from omnium.feeds.models import FeedDefinition, FeedDocument
 from omnium.games import workflow
-from omnium.games.models import Athlete, Fixture, MedalEvent
+from omnium.games.models import Athlete, Fixture, Games, MedalEvent
 from omnium.pullapi import record_games
 from tests.pullapi.conftest import bearer, fill_pull_cache
 
@@ -42,6 +42,23 @@ def test_an_unentitled_key_gets_403_before_any_404(games, entitle, http):
                  f"/v1/standings/{games.code}/NOPE", "/v1/medals/nope", f"/v1/feeds/{games.code}/nonsense",
                  "/v1/feeds/nope/medals", f"/getfeeds?seriesid={games.code}&feedtype=nonsense"):
         assert http.get(path, **bearer(medals_only)).status_code == 403, path
+
+
+def test_a_record_of_a_games_the_key_may_not_read_is_answered_as_if_it_did_not_exist(games, entitle, http):
+    """403 for an id that exists elsewhere and 404 for one that does not would tell a client
+    which ids exist in Games it may not read."""
+    other = Games.objects.create(code="ot1", name="Other Games", starts_on="2027-01-01", ends_on="2027-01-10")
+    FeedDefinition.objects.create(games=other, feed_type="calendar", name="Calendar")
+    FeedDefinition.objects.create(games=other, feed_type="results", name="Results")
+    _, other_games_only = entitle("other-games-app", other, "calendar", "results")
+    fixture = Fixture.objects.filter(games=games).first()
+    athlete = Athlete.objects.filter(entry__games=games).first()
+    build_file(f"{games.code}/career/{record_ids.compact(athlete.pk)}")
+    for existing, made_up in ((f"/v1/fixtures/{fixture.pk}", f"/v1/fixtures/{uuid.uuid4()}"),
+                              (f"/v1/athletes/{athlete.pk}/career", f"/v1/athletes/{uuid.uuid4()}/career")):
+        answers = [http.get(path, **bearer(other_games_only)) for path in (existing, made_up)]
+        assert [answer.status_code for answer in answers] == [404, 404], existing
+        assert answers[0].json()["detail"] == answers[1].json()["detail"]
 
 
 def test_an_unknown_record_id_is_answered_through_an_index_not_a_scan(games):
