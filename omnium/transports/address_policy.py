@@ -24,18 +24,37 @@ IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # Cloud metadata services hand out credentials to whoever asks from inside: never, even when a
-# wider allowed network contains them.
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254"))
+# wider allowed network contains them (AWS/GCP/Azure's link-local one and AWS's IPv6 one,
+# Azure's wire server, Alibaba's).
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
+    "169.254.169.254", "fd00:ec2::254", "168.63.129.16", "100.100.100.200"))
+
+# The special-purpose blocks a destination never lives in, written out from IANA's IPv4 and
+# IPv6 Special-Purpose Address Registries rather than left to Python's is_private/is_global,
+# whose tables differ between versions and let 192.0.0.0/24, fec0::/10 and 2002::/16 through.
+# Blocks that only wrap an IPv4 address (mapped, 6to4, NAT64) are unwrapped by plain_address
+# and the IPv4 address inside is judged instead.
+_SPECIAL_PURPOSE = tuple((ipaddress.ip_network(network), kind) for network, kind in (
+    ("0.0.0.0/8", "unspecified"), ("10.0.0.0/8", "private"), ("100.64.0.0/10", "shared (carrier-grade NAT)"),
+    ("127.0.0.0/8", "loopback"), ("169.254.0.0/16", "link-local"), ("172.16.0.0/12", "private"),
+    ("192.0.0.0/24", "IETF protocol assignment"), ("192.0.2.0/24", "documentation"),
+    ("192.88.99.0/24", "6to4 relay"), ("192.168.0.0/16", "private"), ("198.18.0.0/15", "benchmarking"),
+    ("198.51.100.0/24", "documentation"), ("203.0.113.0/24", "documentation"), ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+    ("::/127", "unspecified or loopback"), ("64:ff9b:1::/48", "local NAT64"), ("100::/64", "discard-only"),
+    ("2001::/23", "IETF protocol assignment"), ("2001:db8::/32", "documentation"), ("3fff::/20", "documentation"),
+    ("5f00::/16", "segment routing"), ("fc00::/7", "unique local (private)"), ("fe80::/10", "link-local"),
+    ("fec0::/10", "site-local"), ("ff00::/8", "multicast"),
+))
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 def kind_of_address(address: IpAddress) -> str | None:
     """What kind of non-public address this is ("loopback", "private"…), or None if public."""
     if address in METADATA_ADDRESSES:
         return "cloud metadata"
-    for kind, is_it in (("loopback", address.is_loopback), ("link-local", address.is_link_local),
-                        ("multicast", address.is_multicast), ("unspecified", address.is_unspecified),
-                        ("reserved", address.is_reserved), ("private", address.is_private)):
-        if is_it:
+    for network, kind in _SPECIAL_PURPOSE:
+        if address.version == network.version and address in network:
             return kind
     return None if address.is_global else "reserved"
 
@@ -88,9 +107,14 @@ def _is_address(host: str) -> bool:
 
 
 def plain_address(ip: str) -> IpAddress:
+    """The address a connection to ``ip`` really reaches: an IPv6 address that carries an IPv4
+    one (::ffff:127.0.0.1, 6to4's 2002:7f00:1::, NAT64's 64:ff9b::7f00:1) reaches that one."""
     address = ipaddress.ip_address(ip.split("%", 1)[0])  # an IPv6 zone is no part of the address
-    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 reaches 127.0.0.1
-    return mapped if mapped is not None else address
+    if address.version == 4:
+        return address
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address.ipv4_mapped or address.sixtofour or address
 
 
 _policy_source: Callable[[], AddressPolicy] = AddressPolicy  # strict until the application says more

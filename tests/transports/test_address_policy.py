@@ -26,9 +26,21 @@ def nothing_allowed():
 
 @pytest.mark.parametrize("ip", ["127.0.0.1", "::1", "10.1.2.3", "172.16.0.9", "192.168.1.1", "100.64.0.1",
                                 "169.254.10.10", "fe80::1", "224.0.0.1", "0.0.0.0", "240.0.0.1",
-                                "::ffff:127.0.0.1", "fd00:ec2::254", "169.254.169.254"])
+                                "::ffff:127.0.0.1", "fd00:ec2::254", "169.254.169.254",
+                                # Python's own tables call these global (issue 31):
+                                "192.0.0.192", "168.63.129.16", "fec0::1", "2002:7f00:1::1", "2002:a00:1::",
+                                "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::1", "3fff::1", "5f00::1"])
 def test_non_public_addresses_are_refused(ip):
     assert AddressPolicy().refusal(ip, 80)
+
+
+@pytest.mark.parametrize("ip", ["2002:5db8:d822::1", "64:ff9b::5db8:d822"])
+def test_an_ipv6_address_that_carries_a_public_ipv4_one_is_allowed(ip):
+    assert AddressPolicy().refusal(ip, 443) is None
+
+
+def test_the_refusal_of_a_wrapped_address_names_the_ipv4_address_it_reaches():
+    assert AddressPolicy().refusal("2002:7f00:1::1", 22).startswith("127.0.0.1 is a loopback address")
 
 
 def test_public_addresses_are_allowed():
