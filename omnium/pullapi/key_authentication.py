@@ -66,9 +66,13 @@ def _known_key(presented: str):
 
 
 def _prefix(presented: str) -> str:
-    """What failures are counted under: the lookup id of something shaped like a key, else one
-    shared name (arbitrary text must not make arbitrary Redis keys)."""
-    return key_format.lookup_id(presented) if key_format.looks_like_key(presented) else "malformed"
+    """What failures are counted under: the lookup id of a real key (a guess at it), else one
+    shared name (arbitrary text or made-up prefixes must not make arbitrary Redis keys)."""
+    if key_format.looks_like_key(presented):
+        lookup_id = key_format.lookup_id(presented)
+        if lookup_id in holder.snapshot.keys:
+            return lookup_id
+    return failed_keys.NO_SUCH_KEY
 
 
 def header_key(meta) -> str | None:

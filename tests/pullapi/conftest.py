@@ -8,9 +8,8 @@ from django.test import RequestFactory
 from omnium.clients.models import ApiKey, Client, Entitlement
 from omnium.delivery.engine import sender
 from omnium.feeds.models import FeedDefinition
-from omnium.pullapi import change_notices, pull_cache_destinations, read_path
+from omnium.pullapi import change_notices, failed_keys, pull_cache_destinations, read_path, throttles
 from omnium.pullapi.catalogue import holder
-from omnium.pullapi.throttles import rates
 from tests import database_snapshots
 from tests.conftest import GAMES_TABLES, make_small_games, the_small_games
 
@@ -21,7 +20,8 @@ def _catalogue_driven_by_hand(monkeypatch):
     an empty file memory; real server processes (servers.py) listen as in production."""
     monkeypatch.setattr(change_notices, "LISTEN_FOR_CHANGES", False)
     read_path.reset()
-    rates.__init__()
+    throttles.rates.clear()
+    failed_keys.failures.clear()
     yield
     read_path.reset()
 

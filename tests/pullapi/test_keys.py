@@ -2,14 +2,20 @@ import base64
 import ipaddress
 import logging
 import re
+import threading
+import time
+import uuid
 
 import orjson
 import pytest
 
+from omnium import redis_keys
 from omnium.clients import key_format
 from omnium.clients.models import ApiKey, Client
+from omnium.pullapi import failed_keys
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.log_scrubbing import ScrubApiKeys
+from omnium.pullapi.pull_redis import pull_redis
 from tests.pullapi.conftest import bearer
 
 
@@ -115,6 +121,71 @@ def test_failures_are_counted_per_client_behind_a_trusted_proxy_never_per_proxy(
     assert guesses(http, games, key, 4, REMOTE_ADDR="203.0.113.66", HTTP_X_FORWARDED_FOR="192.0.2.1")[-1] == 429
     assert guesses(http, games, key, 1, REMOTE_ADDR="10.0.0.2",
                    HTTP_X_FORWARDED_FOR="192.0.2.9, 203.0.113.66") == [429]
+
+
+def redis_commands_naming(text: str, during) -> list[str]:
+    """The Redis commands (as MONITOR sees them, from every process) whose arguments hold
+    `text`, sent while `during()` runs."""
+    seen, end_mark = [], f"end-of-{uuid.uuid4()}"
+    with pull_redis().monitor() as monitor:
+        def read():
+            while end_mark not in (command := monitor.next_command()["command"]):
+                if text in command:
+                    seen.append(command)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        time.sleep(0.2)  # MONITOR's reply came; the reader waits for commands
+        during()
+        pull_redis().echo(end_mark)
+        reader.join(timeout=10)
+    return seen
+
+
+def test_failures_reach_redis_in_batches_not_one_round_trip_each(games, entitle, http, settings):
+    settings.OMNIUM = {**settings.OMNIUM, "PULL_FAILED_KEYS_PER_MINUTE": 1000}
+    _, key = entitle("acme", games, "medals")
+    address = "198.51.100.77"
+
+
+    def forty_guesses_then_one_more_later():
+        guesses(http, games, key, 40, REMOTE_ADDR=address)
+        time.sleep(failed_keys.SYNC_S + 0.1)
+        guesses(http, games, key, 1, REMOTE_ADDR=address)  # shares what was counted meanwhile
+
+    commands = redis_commands_naming(address, forty_guesses_then_one_more_later)
+
+    incrby = [command for command in commands if command.startswith("INCRBY")]
+    assert 2 <= len(incrby) <= 5, commands
+    assert sum(int(command.split()[-1].strip("'")) for command in incrby) == 41  # every failure counted
+
+
+def test_made_up_key_prefixes_are_counted_under_one_name_per_address(games, entitle, http, clean_redis):
+    entitle("acme", games, "medals")
+    address = "198.51.100.78"
+    for number in range(60):
+        made_up = key_format.PREFIX + f"{number:0{key_format.ID_LENGTH}d}"
+        made_up += "A" * key_format.SECRET_LENGTH
+        assert http.get(f"/v1/feeds/{games.code}/medals", **bearer(made_up), REMOTE_ADDR=address).status_code in (401, 429)
+    time.sleep(failed_keys.SYNC_S + 0.1)
+    http.get(f"/v1/feeds/{games.code}/medals", **bearer("nonsense"), REMOTE_ADDR=address)  # shares what is counted
+
+    assert [key.decode() for key in clean_redis.keys(f"*failed-keys:{address}:*")] == [
+        redis_keys.failed_keys(address, failed_keys.NO_SUCH_KEY, int(time.time() // failed_keys.WINDOW_S))]
+
+
+def test_failures_from_more_pairs_than_a_minute_may_count_are_refused_and_keys_still_served(
+        games, entitle, http, clean_redis, monkeypatch):
+    monkeypatch.setattr(failed_keys.failures, "max_keys", 30)
+    _, key = entitle("acme", games, "medals")
+    codes = [guesses(http, games, key, 1, REMOTE_ADDR=f"198.51.100.{number}")[0] for number in range(100, 160)]
+
+    assert codes == [401] * 30 + [429] * 30
+    assert failed_keys.failures.keys_counted() == 30
+    time.sleep(failed_keys.SYNC_S + 0.1)
+    guesses(http, games, key, 1, REMOTE_ADDR="198.51.100.100")  # shares what is counted
+    assert len(clean_redis.keys("*failed-keys:*")) == 30
+    assert http.get(f"/v1/feeds/{games.code}/medals", **bearer(key), REMOTE_ADDR="198.51.100.200").status_code == 200
 
 
 def test_client_over_its_rate_gets_429(games, entitle, http, settings):
