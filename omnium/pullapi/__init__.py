@@ -10,7 +10,8 @@ A request's path, from the socket to the answer:
    `views`.
 3. `views` → `key_authentication` (the key, checked against the in-memory `catalogue`; `failed_keys` counts
    wrong ones per `client_ip`; `log_scrubbing` keeps keys out of the logs),
-   `permissions`, `throttles`, `negotiation`.
+   `permissions`, `throttles`, `negotiation`. The failure and rate counts are
+   `shared_counts`: per process, shared through Redis in batches.
 4. `file_requests` → a location (`file_locations`; `record_games` for documents named by a record
    id alone): entitled? which shape? which Redis key?
 5. `read_path` → the memory copy (`file_memory`) while no invalidation (`invalidations`) named
