@@ -205,6 +205,11 @@ class PackageForm(forms.ModelForm):
         fields = ["name", "description", "definitions"]
 
 
+# The form's apply fields and the model each creates rows of (a field set to None in a
+# subclass is left out of the form, so a refused one cannot even be posted).
+APPLIED_AS = {"subscribe_destinations": "subscription", "entitle_clients": "entitlement"}
+
+
 @admin.register(Package)
 class PackageAdmin(admin.ModelAdmin):
     """Applying is idempotent and a copy: a later change to the package reaches nobody until it
@@ -227,12 +232,21 @@ class PackageAdmin(admin.ModelAdmin):
             kwargs["queryset"] = FeedDefinition.objects.select_related("games").order_by("games__code", "feed_type")
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
+    def get_form(self, request, obj=None, **kwargs):
+        """Applying a package creates and switches on subscriptions and entitlements: offered
+        only to staff who may add and change those (change_package alone may not entitle
+        any client to any feed)."""
+        form = super().get_form(request, obj, **kwargs)
+        refused = {field: None for field, model in APPLIED_AS.items()
+                   if not all(request.user.has_perm(f"clients.{action}_{model}") for action in ("add", "change"))}
+        return type(form.__name__, (form,), refused) if refused else form
+
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)  # the package's feeds first
         package = form.instance
-        for destination in form.cleaned_data["subscribe_destinations"]:
+        for destination in form.cleaned_data.get("subscribe_destinations", ()):
             applied = packages.subscribe(package, destination)
             self.message_user(request, f"{package} → {destination}: subscriptions {applied}.", messages.SUCCESS)
-        for client in form.cleaned_data["entitle_clients"]:
+        for client in form.cleaned_data.get("entitle_clients", ()):
             applied = packages.entitle(package, client)
             self.message_user(request, f"{package} → {client} (pull): entitlements {applied}.", messages.SUCCESS)

@@ -1,6 +1,8 @@
 """A package subscribes a destination, or entitles a client, to a bundle of feeds in one step."""
 
 import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client as Browser
 
 from omnium.clients import packages
 from omnium.clients.models import Client, Entitlement, Package, Subscription
@@ -75,3 +77,28 @@ def test_the_admin_applies_a_package_to_a_destination_and_a_client_when_it_is_sa
     assert Entitlement.objects.filter(client=pull_client).count() == 2
     shown = [str(m) for m in response.context["messages"]]
     assert any("subscriptions 2 new" in m for m in shown) and any("entitlements 2 new" in m for m in shown)
+
+
+@pytest.mark.parametrize("may_subscribe, may_entitle", [(False, False), (True, False), (False, True)])
+def test_applying_a_package_needs_the_rights_to_subscribe_and_to_entitle_not_only_change_package(
+        small_games, destination, django_user_model, may_subscribe, may_entitle):
+    package = make_package(small_games, "medals")
+    pull_client = Client.objects.create(name="charlie")
+    staff = django_user_model.objects.create_user("packager", password="x", is_staff=True)
+    codenames = ["view_package", "change_package"]
+    codenames += ["add_subscription", "change_subscription"] if may_subscribe else []
+    codenames += ["add_entitlement", "change_entitlement"] if may_entitle else []
+    staff.user_permissions.set(Permission.objects.filter(content_type__app_label="clients", codename__in=codenames))
+    browser = Browser()
+    browser.force_login(staff)
+
+    page = browser.get(f"/admin/clients/package/{package.pk}/change/")
+    offered = set(page.context["adminform"].form.fields)
+    saved = browser.post(f"/admin/clients/package/{package.pk}/change/", {
+        "name": package.name, "description": "", "definitions": list(package.definitions.values_list("pk", flat=True)),
+        "subscribe_destinations": [destination.pk], "entitle_clients": [pull_client.pk]})
+
+    assert saved.status_code == 302
+    assert ("subscribe_destinations" in offered, "entitle_clients" in offered) == (may_subscribe, may_entitle)
+    assert destination.subscriptions.exists() == may_subscribe
+    assert Entitlement.objects.filter(client=pull_client).exists() == may_entitle
