@@ -11,6 +11,7 @@ on. Development flows (`make demo`, `make test`, the benchmarks) set DJANGO_DEBU
 
 import base64
 import ipaddress
+import ssl
 from pathlib import Path
 
 import environ
@@ -252,6 +253,13 @@ if not CELERY_BROKER_URL.startswith(("amqp://", "amqps://")):
         f"CELERY_BROKER_URL must be a RabbitMQ URL (amqp:// or amqps://), got one starting "
         f"{CELERY_BROKER_URL.split(':', 1)[0]}://: Omnium's delivery depends on RabbitMQ "
         "(docs/decisions/005-rabbitmq-only.md)")
+# amqps:// checks the broker's certificate and that it names the host connected to (a bare
+# ssl=True in py-amqp checks neither name nor, without a CA, much else). kombu fills a
+# server_hostname of None with the broker's host name. OMNIUM_BROKER_CA_FILE: the CA that
+# signed the broker's certificate, when it is not one the system trusts.
+_broker_ca_file = env.str("OMNIUM_BROKER_CA_FILE", default="") or None
+if CELERY_BROKER_URL.startswith("amqps://"):
+    CELERY_BROKER_USE_SSL = {"cert_reqs": ssl.CERT_REQUIRED, "server_hostname": None, "ca_certs": _broker_ca_file}
 # RabbitMQ's management API: queue depths for Flower (--broker_api) and the tooling.
 CELERY_BROKER_MANAGEMENT_URL = _secret("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/")
 CELERY_RESULT_BACKEND = None

@@ -302,16 +302,18 @@ def start_ftpd(workdir: Path, *, tls: bool = False, read_only: bool = False) -> 
     argv += ["-u", username, "-P", password]
     ca_cert = None
     if tls:
-        ca_cert = _write_self_signed(workdir)
+        ca_cert = write_self_signed(workdir)
         argv += ["--tls", "--keyfile", str(workdir / "tls.key"), "--certfile", str(workdir / "tls.crt")]
     process = server_process("ftpd-tls" if tls else "ftpd", argv, workdir)
     process.wait_until(lambda: greets_with(port, b"220"))
     return FTPServer(port, username, password, root, process, ca_cert)
 
 
-def _write_self_signed(workdir: Path) -> str:
+def write_self_signed(workdir: Path, names: tuple[str, ...] = (LOOPBACK,)) -> str:
+    """A self-signed certificate for ``names`` (IP addresses or DNS names) in
+    workdir/tls.crt, its key in tls.key; returns the certificate's PEM (its own CA)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "omnium test ftps")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"omnium test {names[0]}")])
     now = datetime.now(UTC)
     cert = (
         x509.CertificateBuilder()
@@ -322,7 +324,7 @@ def _write_self_signed(workdir: Path) -> str:
         .not_valid_before(now - timedelta(minutes=5))
         .not_valid_after(now + timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(LOOPBACK))]), critical=False
+            x509.SubjectAlternativeName([_general_name(each) for each in names]), critical=False
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
@@ -336,3 +338,10 @@ def _write_self_signed(workdir: Path) -> str:
     )
     _write_secret(workdir / "tls.key", key_pem.decode())
     return pem
+
+
+def _general_name(text: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(text))
+    except ValueError:
+        return x509.DNSName(text)
