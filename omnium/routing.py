@@ -63,6 +63,7 @@ HANDLE_CHANGES = "omnium.feeds.tasks.handle_changes"
 BUILD_DUE = "omnium.feeds.tasks.build_due"
 RUN_STAT_JOB = "omnium.games.tasks.run_stat_job"
 PREPARE_PULL_FILES = "omnium.pullapi.tasks.prepare_pull_files"
+RUN_PROBE = "omnium.delivery.tasks.run_probe"  # a connection test or host-key fetch, in a delivery worker
 
 # Alert notices have their own queue: a slow mail server never delays a build or a send.
 ALERTS_QUEUE = "alerts"

@@ -317,6 +317,10 @@ OMNIUM = {
     # 127.0.0.0/8 on a development machine (omnium/transports/address_policy.py).
     "DESTINATION_ALLOWED_NETWORKS": _networks("OMNIUM_DESTINATION_ALLOWED_NETWORKS"),
     "ATTEMPT_RETENTION_DAYS": _int("OMNIUM_ATTEMPT_RETENTION_DAYS", 7, minimum=0),
+    # Connection tests and host-key fetches run by delivery workers, never in a request: at
+    # most this many waiting or running in all, and this many started by one person a minute.
+    "PROBES_AT_ONCE": _int("OMNIUM_PROBES_AT_ONCE", 8, minimum=1),
+    "PROBES_PER_PERSON_PER_MINUTE": _int("OMNIUM_PROBES_PER_PERSON_PER_MINUTE", 12, minimum=1),
     # The per-client, per-day freshness report (delivery.operations.freshness_report): kept past a Games.
     "FRESHNESS_RETENTION_DAYS": _int("OMNIUM_FRESHNESS_RETENTION_DAYS", 400, minimum=1),
     # The dead-man's switch (in beat) looks for lanes without a live worker this often.

@@ -21,7 +21,7 @@ pytest_plugins = ["tests.delivery.fixtures", "tests.transports.fixtures"]
 ALL_QUEUES = LIVE_QUEUES + BULK_QUEUES
 PROCESS_MARKS = ("worker", "servers")
 # Fixtures that start Celery processes: a test using one is marked `worker` automatically.
-WORKER_FIXTURES = {"worker", "beat", "pipeline"}
+WORKER_FIXTURES = {"worker", "beat", "pipeline", "delivery_worker"}
 
 
 def pytest_configure(config):
@@ -88,6 +88,14 @@ def clean_redis(_fresh_redis):
 def worker(transactional_db, clean_redis):
     """A real Celery worker consuming every build and stats lane, stopped after the test."""
     process = child_processes.start_worker(ALL_QUEUES, "worker")
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def delivery_worker(transactional_db, clean_redis):
+    """A real delivery worker (deliver.control and every destination's queue), stopped after the test."""
+    process = child_processes.start_delivery_worker("delivery", OMNIUM_SWEEP_INTERVAL_S=0.5)
     yield process
     process.stop()
 

@@ -1,11 +1,9 @@
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.urls import path
 from django.utils import timezone
 
-from omnium.clients import host_keys, packages
+from omnium.clients import packages
 from omnium.clients.forms import DestinationForm, DestinationSummaryForm, fieldsets
 from omnium.clients.key_issuing import ShowIssuedKeyOnce
 from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Package, Subscription
@@ -106,16 +104,6 @@ class DestinationAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and not (obj is not None and obj.system)
-
-    def get_urls(self):
-        fetch = self.admin_site.admin_view(self.fetch_host_key_view)
-        return [path("fetch-host-key/", fetch, name="clients_destination_fetch_host_key"), *super().get_urls()]
-
-    def fetch_host_key_view(self, request):
-        """It connects to the host typed in: only for those who may add or edit destinations."""
-        if not (self.has_add_permission(request) or self.has_change_permission(request)):
-            raise PermissionDenied
-        return host_keys.fetch_host_key_view(request)
 
     def save_model(self, request, destination, form, change):
         # Who and when for a switch-off; the model's clean has already refused one without a reason.

@@ -1,20 +1,16 @@
 """Fetching an SFTP server's host key for a person to confirm: never pinned without them.
 
-The admin's "Fetch host key" asks the server for its key (key exchange only, no login) and
-shows its type and SHA256 fingerprint as OpenSSH prints them; the page pins it only when the
-person confirms. When a key is pinned already and the server offers another, both
-fingerprints are shown side by side.
+The admin's "Fetch host key" asks the server for its key (key exchange only, no login; run by a
+delivery worker, delivery.operations.probes) and shows its type and SHA256 fingerprint as
+OpenSSH prints them; the page pins it only when the person confirms. When a key is pinned
+already and the server offers another, both fingerprints are shown side by side.
 """
 
 import binascii
 
 import paramiko
-from django.http import JsonResponse
-from django.views.decorators.http import require_POST
 
 from omnium.clients.models import MAX_CONNECT_TIMEOUT_S
-from omnium.safe_errors import safe_reason
-from omnium.transports import TransportError
 from omnium.transports.sftp import fetch_host_key, fingerprint, parse_host_key, public_key_text
 
 
@@ -34,15 +30,3 @@ def _parsed(text: str) -> paramiko.PKey | None:
         return parse_host_key(text) if text.strip() else None
     except (ValueError, IndexError, binascii.Error, paramiko.SSHException):
         return None
-
-
-@require_POST
-def fetch_host_key_view(request):
-    host = request.POST.get("host", "").strip()
-    port = request.POST.get("port", "").strip() or "22"
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        return JsonResponse({"error": "Fill in the host and a port between 1 and 65535 first."}, status=400)
-    try:
-        return JsonResponse(offered_key(host, int(port), request.POST.get("pinned", "")))
-    except TransportError as failure:
-        return JsonResponse({"error": failure.plain_sentence, "detail": safe_reason(str(failure))}, status=502)

@@ -1,17 +1,45 @@
+import uuid
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, Q
-from django.shortcuts import get_object_or_404, render
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from omnium.clients.admin import DestinationAdmin
 from omnium.clients.models import Destination
-from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch
-from omnium.delivery.operations import connection_check, control
+from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch, Probe
+from omnium.delivery.operations import control, probes
 from omnium.delivery.permissions import may_drive_delivery
 from omnium.read_only_admin import ReadOnlyAdmin
+
+
+def _own_probes(request):
+    """The probes a person may see: those they started (a superuser sees every one)."""
+    return Probe.objects.all() if request.user.is_superuser else Probe.objects.filter(requested_by=request.user)
+
+
+def _uuids(texts: list[str]) -> list[uuid.UUID]:
+    found = []
+    for text in texts:
+        try:
+            found.append(uuid.UUID(text))
+        except ValueError:
+            continue  # a mangled link shows fewer tests, not an error page
+    return found
+
+
+def _shown(probe: Probe, with_destination: bool = True) -> dict:
+    """What a page shows of a probe: waiting, what it found, or that its worker was lost."""
+    shown = {"waiting": probe.finished_at is None and not probes.is_abandoned(probe), **(probe.outcome or {})}
+    if probes.is_abandoned(probe):
+        shown.update(ok=False, plain="No outcome: the delivery worker that took this test stopped before it ended.")
+    if with_destination:
+        shown["destination"] = probe.destination
+    return shown
 
 
 @admin.register(Destination)
@@ -23,24 +51,61 @@ class DestinationDeliveryAdmin(DestinationAdmin):
     change_form_template = "admin/delivery/destination_change_form.html"
 
     def get_urls(self):
-        test = self.admin_site.admin_view(require_POST(self.test_connection_view))
-        return [path("<int:destination_id>/test-connection/", test, name="clients_destination_test_connection"),
+        def view(method, post=False):
+            return self.admin_site.admin_view(require_POST(method) if post else method)
+
+        return [path("<int:destination_id>/test-connection/", view(self.test_connection_view, post=True),
+                     name="clients_destination_test_connection"),
+                path("fetch-host-key/", view(self.fetch_host_key_view, post=True),
+                     name="clients_destination_fetch_host_key"),
+                path("connection-tests/", view(self.connection_tests_view), name="clients_destination_connection_tests"),
+                path("probes/<uuid:probe_id>/", view(self.probe_view), name="clients_destination_probe"),
                 *super().get_urls()]
 
     def test_connection_view(self, request, destination_id: int):
         destination = get_object_or_404(Destination.objects.select_related("client"), pk=destination_id)
         if not self.has_change_permission(request, destination):  # it connects out and writes a file
             raise PermissionDenied
-        return self._show_tests(request, [connection_check.run(destination)])
+        return self._start_tests(request, [destination])
 
     @admin.action(description="Test the connection of the selected destinations", permissions=["change"])
     def test_connection(self, request, queryset):
-        return self._show_tests(request, [connection_check.run(d) for d in queryset])
+        return self._start_tests(request, list(queryset))
 
-    def _show_tests(self, request, results):
+    def _start_tests(self, request, destinations):
+        """Run by delivery workers (probes): the page that follows shows each result as it comes."""
+        started = probes.start_connection_tests(request.user, destinations)
+        if started.not_started:
+            self.message_user(request, f"{started.not_started} of {len(destinations)} tests were not started: "
+                                       f"{started.why_not}.", messages.WARNING)
+        ids = "&".join(f"id={probe.pk}" for probe in started.probes)
+        return redirect(f"{reverse('admin:clients_destination_connection_tests')}?{ids}")
+
+    def connection_tests_view(self, request):
+        tests = _own_probes(request).filter(pk__in=_uuids(request.GET.getlist("id")),
+                                            kind=Probe.Kind.CONNECTION_TEST).select_related("destination__client")
+        results = [_shown(probe) for probe in tests.order_by("destination__name")]
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "results": results,
-                   "title": "Connection test"}
+                   "title": "Connection test", "waiting": any(result["waiting"] for result in results)}
         return render(request, "admin/delivery/connection_test.html", context)
+
+    def fetch_host_key_view(self, request):
+        """It connects to the host typed in: only for those who may add or edit destinations."""
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            raise PermissionDenied
+        host, port = request.POST.get("host", "").strip(), request.POST.get("port", "").strip() or "22"
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return JsonResponse({"error": "Fill in the host and a port between 1 and 65535 first."}, status=400)
+        started = probes.start_host_key_fetch(request.user, host, int(port), request.POST.get("pinned", ""))
+        if started.not_started:
+            return JsonResponse({"error": f"Not started: {started.why_not}."}, status=429)
+        url = reverse("admin:clients_destination_probe", args=[started.probes[0].pk])
+        return JsonResponse({"status_url": url}, status=202)
+
+    def probe_view(self, request, probe_id):
+        """A host-key fetch's outcome, for the form's script to poll."""
+        probe = get_object_or_404(_own_probes(request), pk=probe_id)
+        return JsonResponse(_shown(probe, with_destination=False))
 
     def get_queryset(self, request):
         owed = Q(states__wanted_seq__gt=F("states__sent_seq")) | Q(states__force_resend=True)

@@ -1,6 +1,7 @@
 """Owed and sent versions per (subscription, file), the proof of delivery, and the senders' state."""
 
 import time
+import uuid
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -150,3 +151,30 @@ class DeliverySwitch(models.Model):
 
 _switch_cache = [True, 0.0]  # [enabled, valid until (monotonic)]
 
+
+
+class Probe(models.Model):
+    """A connection test or a host-key fetch a person asked for, run by a delivery worker
+    (delivery.operations.probes), and what it found, for the page that shows it."""
+
+    class Kind(models.TextChoices):
+        CONNECTION_TEST = "connection_test", "connection test"
+        HOST_KEY = "host_key", "host key fetch"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    # What is probed: a saved destination, or a host and port typed into its form.
+    destination = models.ForeignKey(Destination, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    host = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(null=True, blank=True)
+    pinned = models.TextField(blank=True)  # the host key pinned now, to compare with the offered one
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["requested_by", "-requested_at"]),
+                   models.Index(fields=["requested_at"], name="delivery_probe_unfinished",
+                                condition=Q(finished_at__isnull=True))]

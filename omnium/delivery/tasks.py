@@ -10,9 +10,10 @@ from django.utils import timezone
 from omnium.conf import omnium_setting
 from omnium.delivery import health
 from omnium.delivery.kicks import forget_marks, kick_all, without_a_kick_on_its_way
-from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt
-from omnium.delivery.operations import behind_alert
+from omnium.delivery.models import NEWER_THAN_FAILED, DeliveryAttempt, Probe
+from omnium.delivery.operations import behind_alert, probes
 from omnium.delivery.worker import queues
+from omnium.routing import RUN_PROBE
 from omnium.transports.base import TIMEOUT_SETTINGS
 
 NEEDS_A_KICK = """
@@ -99,6 +100,14 @@ def _still_needing_a_kick(unmarked: list[int]) -> list[int]:
 
 @shared_task
 def prune_attempts() -> int:
+    """Attempts past their retention, and probes (connection tests, host-key fetches) a day old."""
     cutoff = timezone.now() - timedelta(days=omnium_setting("ATTEMPT_RETENTION_DAYS"))
     deleted, _ = DeliveryAttempt.objects.filter(started_at__lt=cutoff).delete()
+    Probe.objects.filter(requested_at__lt=timezone.now() - timedelta(days=1)).delete()
     return deleted
+
+
+@shared_task(name=RUN_PROBE)
+def run_probe(probe_id: str) -> None:
+    """A connection test or host-key fetch a person asked for (delivery.operations.probes)."""
+    probes.run(probe_id)

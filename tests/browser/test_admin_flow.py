@@ -11,7 +11,6 @@ from playwright.sync_api import expect, sync_playwright
 
 from devtools.loopback import servers
 from omnium.transports.sftp import fingerprint, parse_host_key
-from tests import child_processes
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,13 +24,6 @@ def sftp_server(tmp_path):
     server = servers.start_sshd(tmp_path)
     yield server
     server.process.stop()
-
-
-@pytest.fixture
-def delivery_worker(transactional_db, clean_redis):
-    worker = child_processes.start_delivery_worker("browser-delivery", OMNIUM_SWEEP_INTERVAL_S=0.5)
-    yield worker
-    worker.stop()
 
 
 @pytest.fixture
@@ -110,7 +102,7 @@ SEND_TIMEOUT_S = 3
 
 
 def test_an_admin_types_an_sftp_destination_pins_its_host_key_and_tests_the_connection(
-        sftp_server, silent_host, live_server, admin_user, browser_page, transactional_db):
+        sftp_server, silent_host, live_server, admin_user, browser_page, delivery_worker):
     page = browser_page
     log_in(page, live_server, admin_user)
     add_client(page, live_server, "Courier")
