@@ -11,6 +11,8 @@ from django.test import override_settings
 from devtools.loopback.hosts import WebhookReceiver
 from devtools.loopback.paging import OpsgenieReceiver, PagerDutyReceiver
 from omnium.alerts import notices, service
+from omnium.alerts.channels.base import Notice
+from omnium.alerts.channels.slack import SlackChannel
 from omnium.alerts.models import Alert
 
 ROUTING_KEY = "R0UT1NGKEY0123456789ABCDEFGHIJKL"
@@ -80,3 +82,16 @@ def test_a_pager_that_is_down_delays_only_its_own_notice_and_no_channel_gets_one
     assert [event["payload"]["severity"] for _, event, _ in pagerduty.accepted] == ["critical"]
     assert len(opsgenie.accepted) == 1 and len(operator.deliveries) == 1, "no channel got it twice"
     assert json.loads(operator.deliveries[0].body)["type"] == "build.failing"
+
+
+def test_a_servers_words_in_a_slack_notice_mention_no_one_and_link_nowhere(alert_channels):
+    slack, _ = alert_channels
+    said_by_a_server = "550 <!channel> see <https://evil.example/login|your dashboard> & <@U123>"
+    notice = Notice(title="[Omnium] OPEN destination_failing: destination:7", text=f"FTP answered: {said_by_a_server}")
+
+    SlackChannel(slack.url).send(notice)
+
+    text = slack.posts[-1]["text"]
+    assert "<" not in text and ">" not in text
+    assert text.endswith("550 &lt;!channel&gt; see &lt;https://evil.example/login|your dashboard&gt; &amp; &lt;@U123&gt;")
+    assert text.startswith("*[Omnium] OPEN destination_failing: destination:7*\n")
