@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.utils import timezone
 
-from omnium.clients import packages
+from omnium.clients import audit, packages
 from omnium.clients.forms import DestinationForm, DestinationSummaryForm, fieldsets
 from omnium.clients.key_issuing import ShowIssuedKeyOnce
 from omnium.clients.models import ApiKey, Client, Destination, Entitlement, Package, Subscription
@@ -234,7 +234,9 @@ class PackageAdmin(admin.ModelAdmin):
         package = form.instance
         for destination in form.cleaned_data.get("subscribe_destinations", ()):
             applied = packages.subscribe(package, destination)
+            audit.record(request.user, [destination], f"Package {package} applied: subscriptions {applied}")
             self.message_user(request, f"{package} → {destination}: subscriptions {applied}.", messages.SUCCESS)
         for client in form.cleaned_data.get("entitle_clients", ()):
             applied = packages.entitle(package, client)
+            audit.record(request.user, [client], f"Package {package} applied: entitlements {applied}")
             self.message_user(request, f"{package} → {client} (pull): entitlements {applied}.", messages.SUCCESS)

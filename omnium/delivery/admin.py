@@ -135,12 +135,12 @@ class DestinationDeliveryAdmin(DestinationAdmin):
     @admin.action(description="Retry the selected destinations now", permissions=["change"])
     def retry_now(self, request, queryset):
         for destination in queryset:
-            control.retry_now(destination.pk)
+            control.retry_now(destination.pk, by=request.user)
         self.message_user(request, f"{queryset.count()} destination(s) retrying now.", messages.SUCCESS)
 
     @admin.action(description="Replay all dead letters of the selected destinations", permissions=["change"])
     def replay_dead_letters(self, request, queryset):
-        replayed = sum(control.replay_dead_letters(destination.pk) for destination in queryset)
+        replayed = sum(control.replay_dead_letters(destination.pk, by=request.user) for destination in queryset)
         self.message_user(request, f"{replayed} dead letter(s) replayed.", messages.SUCCESS)
 
 
@@ -160,7 +160,7 @@ class DeliveryStateAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Resend / replay the selected files now", permissions=["resend"])
     def resend(self, request, queryset):
-        resent = control.resend(queryset.values_list("pk", flat=True))
+        resent = control.resend(queryset.values_list("pk", flat=True), by=request.user)
         self.message_user(request, f"{resent} file(s) will be resent.", messages.SUCCESS)
 
 
@@ -181,3 +181,17 @@ class DeliverySwitchAdmin(admin.ModelAdmin):
     def save_model(self, request, switch, form, change):
         switch.pk, switch.changed_by = 1, request.user
         super().save_model(request, switch, form, change)
+
+
+@admin.register(Probe)
+class ProbeAdmin(ReadOnlyAdmin):
+    """Who tested which destination's connection or fetched which host's key, and what came of it."""
+
+    list_display = ["requested_at", "kind", "requested_by", "destination", "host", "port", "finished_at", "ok"]
+    list_filter = ["kind", "requested_by"]
+    search_fields = ["host", "destination__name", "requested_by__username"]
+    list_select_related = ["destination__client", "requested_by"]
+
+    @admin.display(boolean=True)
+    def ok(self, probe):
+        return (probe.outcome or {}).get("ok")

@@ -100,10 +100,10 @@ def _still_needing_a_kick(unmarked: list[int]) -> list[int]:
 
 @shared_task
 def prune_attempts() -> int:
-    """Attempts past their retention, and probes (connection tests, host-key fetches) a day old."""
+    """Attempts and probes (connection tests, host-key fetches: who probed what) past their retention."""
     cutoff = timezone.now() - timedelta(days=omnium_setting("ATTEMPT_RETENTION_DAYS"))
     deleted, _ = DeliveryAttempt.objects.filter(started_at__lt=cutoff).delete()
-    Probe.objects.filter(requested_at__lt=timezone.now() - timedelta(days=1)).delete()
+    Probe.objects.filter(requested_at__lt=cutoff).delete()
     return deleted
 
 

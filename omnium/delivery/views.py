@@ -42,10 +42,10 @@ def destination_control(request, destination_id: int):
         control.resume(destination.pk, by=request.user)
         messages.success(request, f"{destination.name} resumed.")
     elif action == "retry":
-        control.retry_now(destination.pk)
+        control.retry_now(destination.pk, by=request.user)
         messages.success(request, f"{destination.name}: retrying now.")
     elif action == "replay":
-        messages.success(request, f"{control.replay_dead_letters(destination.pk)} dead letter(s) replayed.")
+        messages.success(request, f"{control.replay_dead_letters(destination.pk, by=request.user)} dead letter(s) replayed.")
     else:
         messages.error(request, f"Unknown action {action!r}.")
     return redirect(reverse("delivery-client-status", args=[destination.client_id]) + f"#destination-{destination.pk}")

@@ -13,6 +13,8 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from omnium import redis_keys
+from omnium.clients import audit
+from omnium.clients.models import Destination
 from omnium.delivery import health
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryState, SenderState
@@ -20,6 +22,9 @@ from omnium.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
+
+def _audit(by, destination_ids, message: str) -> None:
+    audit.record(by, Destination.objects.filter(pk__in=destination_ids), message)
 
 
 def _sender_state(destination_id: int) -> SenderState:
@@ -34,6 +39,7 @@ def pause(destination_id: int, reason: str, by=None) -> None:
         paused=True, paused_reason=reason.strip(), paused_by=by, paused_at=timezone.now())
     health.publish_status(destination_id, health.Status.PAUSED)
     health.record_event("paused", destination_id, reason=reason.strip(), by=str(by or ""))
+    _audit(by, [destination_id], f"Paused: {reason.strip()}")
     publish("pause", destination_id)
 
 
@@ -42,6 +48,7 @@ def resume(destination_id: int, by=None) -> None:
         paused=False, paused_reason="", paused_by=None, paused_at=None)
     _publish_status_after_resume(destination_id)
     health.record_event("resumed", destination_id, by=str(by or ""))
+    _audit(by, [destination_id], "Resumed")
     publish("resume", destination_id)
     kick(destination_id)
 
@@ -57,27 +64,30 @@ def _publish_status_after_resume(destination_id: int) -> None:
                           last_success=state.last_success_at.timestamp() if state.last_success_at else None)
 
 
-def retry_now(destination_id: int) -> None:
+def retry_now(destination_id: int, by=None) -> None:
     """Forget the back-off wait (not the failure count) and try at once."""
     SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(retry_at=None)
     health.record_event("retry_now", destination_id)
+    _audit(by, [destination_id], "Retried now (back-off wait skipped)")
     kick(destination_id)
 
 
-def resend(state_ids) -> int:
+def resend(state_ids, by=None, why: str = "Resent") -> int:
     """Send these files again (also replays dead letters), even if the client has them."""
     states = DeliveryState.objects.filter(pk__in=list(state_ids))
+    files = dict(states.values_list("pk", "doc_key"))
     destinations = set(states.values_list("destination_id", flat=True))
     count = states.update(force_resend=True, dead_lettered_at=None)
     for destination_id in destinations:
         health.record_event("resend", destination_id, files=count)
         kick(destination_id)
+    _audit(by, destinations, f"{why}: {', '.join(sorted(set(files.values())))}"[:1000])
     return count
 
 
-def replay_dead_letters(destination_id: int) -> int:
+def replay_dead_letters(destination_id: int, by=None) -> int:
     ids = DeliveryState.objects.filter(destination_id=destination_id, dead_lettered_at__isnull=False)
-    return resend(ids.values_list("pk", flat=True))
+    return resend(ids.values_list("pk", flat=True), by=by, why="Dead letters replayed")
 
 
 def publish(action: str, destination_id: int) -> None:

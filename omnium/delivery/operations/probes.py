@@ -21,6 +21,7 @@ from celery import current_app
 from django.db import connection, transaction
 from django.utils import timezone
 
+from omnium.clients import audit
 from omnium.clients.host_keys import offered_key
 from omnium.clients.models import MAX_CONNECT_TIMEOUT_S, MAX_SEND_TIMEOUT_S, Destination
 from omnium.conf import omnium_setting
@@ -61,6 +62,7 @@ def _start(user, wanted: list[Probe]) -> Started:
         for probe in started:
             probe.requested_by = user
         Probe.objects.bulk_create(started)
+        audit.record(user, [probe.destination for probe in started if probe.destination], "Connection tested")
         for probe in started:
             transaction.on_commit(lambda probe=probe: _ask_a_worker(probe))
     not_started = len(wanted) - len(started)
