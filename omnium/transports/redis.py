@@ -118,6 +118,15 @@ class RedisTransport(Transport):
         return [self._failure(reply) if isinstance(reply, Exception) else self._receipt(reply, gz)
                 for reply, gz in zip(replies, packed, strict=True)]
 
+    def delete_keys(self, keys: list[str]) -> None:
+        """Delete keys this destination wrote (keys it no longer owns: delivery's key clean-up),
+        under a send's deadline and address policy: nothing reaches a host a send may not."""
+        with Deadline(self.config["send_timeout"], sockets=self._sockets):
+            try:
+                self._client.delete(*keys)
+            except redis.RedisError as exc:
+                raise self._failure(exc) from exc
+
     @staticmethod
     def _receipt(reply, packed: bytes) -> Receipt:
         stored, version = reply

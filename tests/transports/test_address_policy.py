@@ -183,3 +183,29 @@ def test_the_pull_cache_redis_url_is_split_into_a_plain_url_and_its_credentials(
     assert pull_redis_url_and_credentials() == ("redis://10.0.0.5:6379/2", {"password": "p@ss"})
     settings.OMNIUM = {**settings.OMNIUM, "PULL_REDIS_URL": "rediss://omnium:pw@cache:6380/0"}
     assert pull_redis_url_and_credentials() == ("rediss://cache:6380/0", {"username": "omnium", "password": "pw"})
+
+
+def test_key_clean_up_reaches_no_address_a_send_may_not(db, caplog, django_capture_on_commit_callbacks):
+    """A retired subscription's Redis keys are deleted through the destination's transport:
+    the address policy and the send deadline hold there too (issue 31)."""
+    from omnium.delivery.models import DeliveryState
+    from omnium.feeds.models import FeedDefinition
+    from omnium.games.models import Games
+
+    server, accepted = _listener()
+    games = Games.objects.create(code="kc1", name="Clean-up Games", starts_on="2026-09-19", ends_on="2026-10-04")
+    definition = FeedDefinition.objects.create(games=games, feed_type="medals", name="medals")
+    destination = Destination.objects.create(client=Client.objects.create(name="cache owner"), name="cache",
+                                             kind="redis", config={"url": f"redis://127.0.0.1:{server.getsockname()[1]}/0",
+                                                                   "key_prefix": "feed:"})
+    subscription = destination.subscriptions.create(definition=definition)
+    DeliveryState.objects.create(subscription=subscription, destination=destination, doc_key="kc1/medals",
+                                 sent_path="kc1/medals.json")
+    try:
+        with nothing_allowed(), django_capture_on_commit_callbacks(execute=True):
+            subscription.delete()
+    finally:
+        server.close()
+
+    assert accepted == []
+    assert "could not delete 1 retired pull cache keys" in caplog.text and "loopback" in caplog.text

@@ -19,6 +19,7 @@ from omnium import redis_keys
 from omnium.clients.models import Destination, Subscription
 from omnium.delivery.models import DeliveryState
 from omnium.redis_client import redis_client
+from omnium.transports import TransportError, registry
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,17 @@ def delete_after_commit(keys_by_destination: dict[int, list[str]]) -> None:
     for destination_id, keys in keys_by_destination.items():
         destination = Destination.objects.filter(pk=destination_id).first()
         if destination is not None and keys:
-            url, credentials = destination.config.get("url"), destination.credentials
-            transaction.on_commit(lambda u=url, c=credentials, k=keys: _delete(u, c, k))
+            config, credentials = destination.config, destination.credentials
+            transaction.on_commit(lambda c=config, s=credentials, k=keys: _delete(c, s, k))
 
 
-def _delete(url: str, credentials: dict, keys: list[str]) -> None:
+def _delete(config: dict, credentials: dict, keys: list[str]) -> None:
+    """Through the destination's own transport: its deadline and the address policy hold."""
     try:
-        with redis.Redis.from_url(url, username=credentials.get("username"),
-                                  password=credentials.get("password"), socket_timeout=5) as client:
-            client.delete(*keys)
-    except redis.RedisError:  # the read path's copies expire anyway; a destination's would stay
-        log.warning("could not delete %d retired pull cache keys at %s", len(keys), url, exc_info=True)
+        with registry.transport_for("redis", config, credentials) as transport:
+            transport.delete_keys(keys)
+    except TransportError:  # the read path's copies expire anyway; a destination's would stay
+        log.warning("could not delete %d retired pull cache keys at %s", len(keys), config.get("url"), exc_info=True)
 
 
 @receiver(pre_delete, sender=Subscription, dispatch_uid="delivery-keys-of-deleted-subscription")
