@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from devtools.loopback.servers import LOOPBACK
-from omnium.transports.webhook import verify_signature
+from omnium.transports.webhook import file_headers_signed, verify_signature
 
 # --- webhook receiver ---------------------------------------------------------------------
 
@@ -104,10 +104,11 @@ class Delivery:
 
 @dataclass
 class WebhookReceiver:
-    """Records every POST, checks its signature with ``verify_signature`` (401 when it
-    fails), and answers with ``replies`` in order, then 200 (or the status of ``refuse``
-    while it lasts). ``keep_bodies=False`` records headers only: a long benchmark would
-    otherwise hold every 3 MB calendar it was sent."""
+    """Records every POST, checks its signature with ``verify_signature`` and a feed file's
+    omnium-version and omnium-path against the signed id (401 when either fails), and
+    answers with ``replies`` in order, then 200 (or the status of ``refuse`` while it lasts).
+    ``keep_bodies=False`` records headers only: a long benchmark would otherwise hold every
+    3 MB calendar it was sent."""
 
     secret: str
     deliveries: list[Delivery] = field(default_factory=list)
@@ -133,6 +134,8 @@ class WebhookReceiver:
                 body = self.read_body()
                 headers = dict(self.headers.items())
                 verified = verify_signature(receiver.secret, headers, body)
+                if any(name.lower() == "omnium-version" for name in headers):  # a feed file, not an event
+                    verified = verified and file_headers_signed(headers)
                 status, extra = receiver._scripted_reply()
                 status = status if verified else 401
                 receiver.deliveries.append(Delivery(self.path, headers, body if receiver.keep_bodies else b"",

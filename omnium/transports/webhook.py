@@ -73,9 +73,25 @@ def verify_signature(secret: str, headers: Mapping[str, str], body: bytes, toler
 
 
 def message_id_for(file: FeedFile) -> str:
-    # The same for every try of the same version, so a receiver can drop a repeat; a new
-    # version is a new message. (Standard Webhooks: unique per message, kept on retries.)
-    return "msg_" + hashlib.sha256(f"{file.path}:{file.version}".encode()).hexdigest()[:32]
+    """``msg_<version>_<sha256 of the path, 32 hex>``. The same for every try of the same
+    version, so a receiver can drop a repeat; a new version is a new message (Standard
+    Webhooks: unique per message, kept on retries). And since the id is signed, it signs the
+    version and the path that the omnium-version and omnium-path headers repeat in the clear."""
+    return f"msg_{file.version}_{_path_digest(file.path)}"
+
+
+def _path_digest(path: str) -> str:
+    return hashlib.sha256(path.encode()).hexdigest()[:32]
+
+
+def file_headers_signed(headers: Mapping[str, str]) -> bool:
+    """Whether omnium-version and omnium-path are the ones the signed webhook-id names (check
+    the signature first, with ``verify_signature``): a receiver that orders by version may
+    then trust them."""
+    found = {name.lower(): value for name, value in headers.items()}
+    version, path = found.get("omnium-version", ""), found.get("omnium-path", "")
+    return _whole_number(version) is not None and hmac.compare_digest(
+        found.get("webhook-id", ""), f"msg_{version}_{_path_digest(path)}")
 
 
 TEST_PATH = ".omnium-connection-test"  # hidden: no feed file's path can be this

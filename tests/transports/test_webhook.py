@@ -10,7 +10,7 @@ import pytest
 
 from devtools.loopback.hosts import ScriptedReplyHost
 from omnium.transports import TransportError
-from omnium.transports.webhook import retry_after, sign, verify_signature
+from omnium.transports.webhook import file_headers_signed, retry_after, sign, verify_signature
 
 from .kits import WEBHOOK_SECRET, feed_path
 
@@ -32,6 +32,16 @@ def test_tampered_body_or_wrong_secret_fails_verification():
     assert verify_signature(WEBHOOK_SECRET, headers, b"original")
     assert not verify_signature(WEBHOOK_SECRET, headers, b"tampered")
     assert not verify_signature("whsec_" + "QkJCQkJCQkJCQkJCQkJCQkJCQkJC", headers, b"original")
+
+
+def test_the_version_and_path_headers_are_those_the_signed_id_names(webhook_kit, webhook_receiver):
+    webhook_kit.send(webhook_kit.transport(), b'{"medals": []}', feed_path(), version=41)
+    sent = webhook_receiver.deliveries[-1].headers
+    assert verify_signature(WEBHOOK_SECRET, sent, webhook_receiver.deliveries[-1].body)
+    assert file_headers_signed(sent) and sent["omnium-version"] == "41"
+
+    for name, forged in (("omnium-version", "99"), ("omnium-path", "ag1/other.json"), ("omnium-version", "41 ")):
+        assert not file_headers_signed({**sent, name: forged}), name
 
 
 def test_stale_timestamp_fails_verification():
