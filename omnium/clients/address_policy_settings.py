@@ -46,7 +46,7 @@ def check(transport: type[Transport], config: dict, system: bool = False) -> Non
     cache's own Redis: a client's destination there could overwrite what every pull client
     is served."""
     address = transport.address_of(config)
-    refusals = list(policy().refusals_of_host(*address)) if address else []
+    refusals = list(policy().refusals_of_host(*address, transport.plaintext(config))) if address else []
     if address and not system and _is_the_pull_cache(*address) and not _another_database(transport, config):
         refusals.append(f"{address[0]}:{address[1]} is the pull cache's own Redis: only Omnium's own "
                         "destinations write there")

@@ -64,37 +64,42 @@ class AddressPolicy:
     allowed_networks: tuple[IpNetwork, ...] = ()
     allowed_endpoints: frozenset[tuple[IpAddress, int]] = field(default_factory=frozenset)
 
-    def refusal(self, ip: str, port: int | None = None) -> str | None:
-        """Why connecting to ``ip`` (and ``port``) is refused, or None when it is allowed."""
+    def refusal(self, ip: str, port: int | None = None, plaintext: str | None = None) -> str | None:
+        """Why connecting to ``ip`` (and ``port``) is refused, or None when it is allowed.
+        ``plaintext`` names the protocol when it would go unencrypted ("http", "FTP without
+        TLS"): credentials and files in clear never cross the internet, only an allowed network."""
         address = plain_address(ip)
         if address in METADATA_ADDRESSES:
             return f"{address} is the cloud metadata service's address"
+        if any(address in network for network in self.allowed_networks) or (address, port) in self.allowed_endpoints:
+            return None
         kind = kind_of_address(address)
-        if kind is None or any(address in network for network in self.allowed_networks):
-            return None
-        if (address, port) in self.allowed_endpoints:
-            return None
-        return f"{address} is a {kind} address (allow its network in OMNIUM_DESTINATION_ALLOWED_NETWORKS)"
+        if kind is not None:
+            return f"{address} is a {kind} address (allow its network in OMNIUM_DESTINATION_ALLOWED_NETWORKS)"
+        if plaintext:
+            return (f"{address} is a public address, and {plaintext} would carry the files and credentials "
+                    "unencrypted: use TLS (or allow its network in OMNIUM_DESTINATION_ALLOWED_NETWORKS)")
+        return None
 
-    def refusal_of_peer(self, address) -> str | None:
+    def refusal_of_peer(self, address, plaintext: str | None = None) -> str | None:
         """For a socket's connect: a Unix socket path is never a destination."""
         if isinstance(address, (str, bytes)):
             return "a Unix socket is not a destination"
         host, port = address[0], address[1]
         try:
-            return self.refusal(host, port)
+            return self.refusal(host, port, plaintext)
         except ValueError:  # a name, not an address: the library resolves it inside connect
-            refusals = self.refusals_of_host(host, port)
+            refusals = self.refusals_of_host(host, port, plaintext)
             return refusals[0] if refusals else None
 
-    def refusals_of_host(self, host: str, port: int) -> list[str]:
+    def refusals_of_host(self, host: str, port: int, plaintext: str | None = None) -> list[str]:
         """Every refused address ``host`` resolves to. A name that does not resolve now is not
         refused here (it may resolve when the destination goes live); its connect is checked."""
         try:
             found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError):
             return []
-        refusals = sorted({refusal for info in found if (refusal := self.refusal(info[4][0], port))})
+        refusals = sorted({refusal for info in found if (refusal := self.refusal(info[4][0], port, plaintext))})
         return refusals if _is_address(host) else [f"{host} resolves to {refusal}" for refusal in refusals]
 
 

@@ -264,13 +264,24 @@ class Transport:
         settings = with_defaults(cls.config_schema, config)
         return settings["host"], settings["port"]
 
+    @classmethod
+    def plaintext(cls, config: dict) -> str | None:
+        """The unencrypted protocol a valid ``config`` sends with ("http", "FTP without TLS"),
+        or None when it encrypts. The address policy keeps such sends off public addresses."""
+        return None
+
+    def deadline(self, still_ours=None) -> Deadline:
+        """The hard deadline (and the address check) of one send, probe or clean-up."""
+        return Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours,
+                        plaintext=self.plaintext(self.config))
+
     def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str,
              still_ours=None) -> Receipt:
         refusal = _refusal_of_path(self.kind, path)  # the real path, filter filled in: checked at every send
         if refusal is not None:
             raise refusal
         file = FeedFile(bytes(body), path, content_type, version, etag)
-        with Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours) as deadline:
+        with self.deadline(still_ours) as deadline:
             try:
                 return self.push(file, deadline)
             except TransportError:
@@ -287,7 +298,7 @@ class Transport:
         outcomes: list[Receipt | TransportError | None] = [_refusal_of_path(self.kind, f.path) for f in files]
         pushed = [f for f, refused in zip(files, outcomes) if refused is None]
         try:
-            with Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours) as deadline:
+            with self.deadline(still_ours) as deadline:
                 receipts = iter(self.push_many(pushed, deadline) if pushed else [])
         except TransportError as exc:
             receipts = iter([exc] * len(pushed))

@@ -95,8 +95,10 @@ class Deadline:
     status line "200 OK" takes the cut for the end of the reply and returns success.
     """
 
-    def __init__(self, seconds: float, *, sockets: SocketSet | None = None, still_ours=None):
+    def __init__(self, seconds: float, *, sockets: SocketSet | None = None, still_ours=None,
+                 plaintext: str | None = None):
         self.seconds = seconds
+        self._plaintext = plaintext  # the unencrypted protocol the send speaks, if it does
         self._still_ours = still_ours
         self._sockets = sockets if sockets is not None else SocketSet()
         self._expired = threading.Event()
@@ -159,7 +161,7 @@ class Deadline:
         self._sockets.add(sock)
 
     def check_peer(self, address) -> None:
-        refusal = address_policy.current().refusal_of_peer(address)
+        refusal = address_policy.current().refusal_of_peer(address, self._plaintext)
         if refusal is not None:
             self.refused_address = refusal
             raise AddressRefused(refusal)

@@ -19,6 +19,7 @@ from .base import (
     TransportError,
     join_remote,
     temporary_name,
+    with_defaults,
 )
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
@@ -50,6 +51,10 @@ class FTPTransport(Transport):
     }
     credentials_bound_to = ("host", "port", "username", "tls", "ca_cert")
     credentials_schema = {"password": Setting(str, default="", help="Password of the account.")}
+
+    @classmethod
+    def plaintext(cls, config: dict) -> str | None:
+        return None if with_defaults(cls.config_schema, config)["tls"] else "FTP without TLS"
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .base import Deadline, Transport, TransportError, temporary_name
+from .base import Transport, TransportError, temporary_name
 from .failures import Reason, reason_of_os_error
 
 
@@ -18,7 +18,7 @@ def run_connection_test(transport: Transport) -> ProbeReport:
     ``TransportError``: the report holds the failure."""
     steps = ProbeSteps()
     try:
-        with Deadline(transport.config["send_timeout"]) as deadline:
+        with transport.deadline() as deadline:
             transport.probe(steps, deadline)
     except TransportError as failure:
         steps.failed(failure)

@@ -78,6 +78,10 @@ class RedisTransport(Transport):
     def address_of(cls, config: dict) -> tuple[str, int] | None:
         return address_of_url(with_defaults(cls.config_schema, config)["url"], 6379)
 
+    @classmethod
+    def plaintext(cls, config: dict) -> str | None:
+        return "redis:// (without TLS)" if with_defaults(cls.config_schema, config)["url"].startswith("redis://") else None
+
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
         self._pool = redis.ConnectionPool.from_url(
@@ -121,7 +125,7 @@ class RedisTransport(Transport):
     def delete_keys(self, keys: list[str]) -> None:
         """Delete keys this destination wrote (keys it no longer owns: delivery's key clean-up),
         under a send's deadline and address policy: nothing reaches a host a send may not."""
-        with Deadline(self.config["send_timeout"], sockets=self._sockets):
+        with self.deadline():
             try:
                 self._client.delete(*keys)
             except redis.RedisError as exc:

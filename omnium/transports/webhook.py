@@ -128,6 +128,10 @@ class WebhookTransport(Transport):
         url = config["url"]
         return address_of_url(url, 443 if url.startswith("https://") else 80)
 
+    @classmethod
+    def plaintext(cls, config: dict) -> str | None:
+        return "http:// (without TLS)" if config["url"].startswith("http://") else None
+
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
         # Made by the first push, so that a URL it cannot use fails that push, permanently.

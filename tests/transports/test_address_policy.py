@@ -209,3 +209,44 @@ def test_key_clean_up_reaches_no_address_a_send_may_not(db, caplog, django_captu
 
     assert accepted == []
     assert "could not delete 1 retired pull cache keys" in caplog.text and "loopback" in caplog.text
+
+
+PUBLIC = "93.184.216.34"
+
+
+@pytest.mark.parametrize("kind, config", [
+    ("webhook", {"url": f"http://{PUBLIC}/hook"}),
+    ("ftp", {"host": PUBLIC, "username": "feeds"}),
+    ("redis", {"url": f"redis://{PUBLIC}:6379/0"}),
+])
+def test_a_public_destination_without_tls_is_refused_at_save_and_at_connect(owner, kind, config):
+    """Issue 31: files and credentials in clear never cross the internet; only an allowed
+    network may be reached without TLS."""
+    destination = Destination(client=owner, name="x", kind=kind, config=config)
+    with nothing_allowed(), pytest.raises(ValidationError) as refused:
+        destination.full_clean()
+    assert "unencrypted: use TLS" in str(refused.value)
+
+    transport = transport_for(kind, config, {"secret": WEBHOOK_SECRET} if kind == "webhook" else {"password": "p"})
+    with nothing_allowed(), pytest.raises(TransportError) as at_connect, transport.deadline() as deadline:
+        deadline.check_peer((PUBLIC, 80))
+    assert "unencrypted" in str(at_connect.value)
+
+
+@pytest.mark.parametrize("kind, config", [
+    ("webhook", {"url": f"https://{PUBLIC}/hook"}),
+    ("ftp", {"host": PUBLIC, "username": "feeds", "tls": True}),
+    ("redis", {"url": f"rediss://{PUBLIC}:6379/0"}),
+])
+def test_the_same_destinations_with_tls_pass(owner, kind, config):
+    with nothing_allowed():
+        Destination(client=owner, name="x", kind=kind, config=config).full_clean(exclude=["credentials"])
+
+
+def test_an_allowed_network_may_be_reached_without_tls():
+    from ipaddress import ip_network
+
+    policy = AddressPolicy(allowed_networks=(ip_network("93.184.216.0/24"),))
+    assert policy.refusal(PUBLIC, 80, plaintext="http:// (without TLS)") is None
+    assert AddressPolicy().refusal(PUBLIC, 80, plaintext="http:// (without TLS)")
+    assert AddressPolicy().refusal(PUBLIC, 443) is None
