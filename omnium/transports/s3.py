@@ -75,6 +75,10 @@ class S3Transport(Transport):
         url = config.get("endpoint_url") or ""
         return address_of_url(url, 443 if url.startswith("https://") else 80) if url else None
 
+    @classmethod
+    def plaintext(cls, config: dict) -> str | None:
+        return "http:// (without TLS)" if (config.get("endpoint_url") or "").startswith("http://") else None
+
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
         self._client = None

@@ -218,6 +218,7 @@ PUBLIC = "93.184.216.34"
     ("webhook", {"url": f"http://{PUBLIC}/hook"}),
     ("ftp", {"host": PUBLIC, "username": "feeds"}),
     ("redis", {"url": f"redis://{PUBLIC}:6379/0"}),
+    ("s3", {"endpoint_url": f"http://{PUBLIC}:9000", "bucket": "feeds"}),
 ])
 def test_a_public_destination_without_tls_is_refused_at_save_and_at_connect(owner, kind, config):
     """Issue 31: files and credentials in clear never cross the internet; only an allowed
@@ -227,7 +228,8 @@ def test_a_public_destination_without_tls_is_refused_at_save_and_at_connect(owne
         destination.full_clean()
     assert "unencrypted: use TLS" in str(refused.value)
 
-    transport = transport_for(kind, config, {"secret": WEBHOOK_SECRET} if kind == "webhook" else {"password": "p"})
+    credentials = {"webhook": {"secret": WEBHOOK_SECRET}, "s3": {"access_key": "a", "secret_key": "s"}}
+    transport = transport_for(kind, config, credentials.get(kind, {"password": "p"}))
     with nothing_allowed(), pytest.raises(TransportError) as at_connect, transport.deadline() as deadline:
         deadline.check_peer((PUBLIC, 80))
     assert "unencrypted" in str(at_connect.value)
@@ -237,6 +239,7 @@ def test_a_public_destination_without_tls_is_refused_at_save_and_at_connect(owne
     ("webhook", {"url": f"https://{PUBLIC}/hook"}),
     ("ftp", {"host": PUBLIC, "username": "feeds", "tls": True}),
     ("redis", {"url": f"rediss://{PUBLIC}:6379/0"}),
+    ("s3", {"endpoint_url": f"https://{PUBLIC}", "bucket": "feeds"}),
 ])
 def test_the_same_destinations_with_tls_pass(owner, kind, config):
     with nothing_allowed():
