@@ -9,6 +9,7 @@
   destinations, kept by Omnium.
 - `file_names`: where a subscription puts a file; `transforms/`: JSON, XML, legacy shapes.
 - `packages`: a bundle of feeds applied to destinations or clients in one step.
+- `audit`: who paused, resent, tested or applied a package, in the admin's history.
 - `forms`, `setting_fields`, `host_keys`, `admin`: editing them (typed fields from each
   transport's declarations, an SFTP host key confirmed by a person; delivery's actions on
   destinations live in `delivery.admin`); `apps`: wiring at start; `management/`: the
