@@ -49,6 +49,19 @@ class SharedCounts:
         ``max_keys`` other keys (the caller decides what a full table means)."""
         now = time.time()
         self._roll(now)
+        return self._add(key, now)
+
+    def add_below(self, key: Hashable, limit: float) -> bool:
+        """Count one for ``key`` unless its total has reached ``limit``; whether it was under.
+        (A rate check on the pull API's hot path: one clock read, one roll.)"""
+        now = time.time()
+        self._roll(now)
+        if self._shared.get(key, 0) + self._unshared.get(key, 0) >= limit:
+            return False
+        self._add(key, now)  # a full table counts no more, and refuses nothing
+        return True
+
+    def _add(self, key: Hashable, now: float) -> int | None:
         if key not in self._counted:
             if len(self._counted) >= self.max_keys:
                 return None

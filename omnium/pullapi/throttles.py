@@ -22,10 +22,7 @@ rates = SharedCounts(window_s=1, sync_s=SYNC_S, redis_key=redis_keys.client_rate
 
 def allow(client: PullClient) -> bool:
     """Whether this request of `client` is within PULL_CLIENT_RATE (and counts it if so)."""
-    if rates.total(client.id) >= omnium_setting("PULL_CLIENT_RATE"):
-        return False
-    rates.add(client.id)  # a full table (100,000 clients in one second) counts no more
-    return True
+    return rates.add_below(client.id, omnium_setting("PULL_CLIENT_RATE"))
 
 
 class ClientRateThrottle(BaseThrottle):
