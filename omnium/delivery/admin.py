@@ -34,8 +34,9 @@ def _uuids(texts: list[str]) -> list[uuid.UUID]:
 
 def _shown(probe: Probe, with_destination: bool = True) -> dict:
     """What a page shows of a probe: waiting, what it found, or that its worker was lost."""
-    shown = {"waiting": probe.finished_at is None and not probes.is_abandoned(probe), **(probe.outcome or {})}
-    if probes.is_abandoned(probe):
+    abandoned = probes.is_abandoned(probe)
+    shown = {"waiting": probe.finished_at is None and not abandoned, **(probe.outcome or {})}
+    if abandoned:
         shown.update(ok=False, plain="No outcome: the delivery worker that took this test stopped before it ended.")
     if with_destination:
         shown["destination"] = probe.destination

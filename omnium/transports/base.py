@@ -242,6 +242,7 @@ class Transport:
                                  reason=Reason.INVALID_SETTINGS)
         self.config = with_defaults(self.config_schema, config)
         self.credentials = with_defaults(self.credentials_schema, credentials)
+        self._plaintext = self.plaintext(self.config)  # read by every send's deadline: once here
         self._sockets = SocketSet()
 
     @classmethod
@@ -273,7 +274,7 @@ class Transport:
     def deadline(self, still_ours=None) -> Deadline:
         """The hard deadline (and the address check) of one send, probe or clean-up."""
         return Deadline(self.config["send_timeout"], sockets=self._sockets, still_ours=still_ours,
-                        plaintext=self.plaintext(self.config))
+                        plaintext=self._plaintext)
 
     def send(self, body: bytes, path: str, *, content_type: str, version: int, etag: str,
              still_ours=None) -> Receipt:

@@ -75,13 +75,13 @@ def retry_now(destination_id: int, by=None) -> None:
 def resend(state_ids, by=None, why: str = "Resent") -> int:
     """Send these files again (also replays dead letters), even if the client has them."""
     states = DeliveryState.objects.filter(pk__in=list(state_ids))
-    files = dict(states.values_list("pk", "doc_key"))
-    destinations = set(states.values_list("destination_id", flat=True))
+    rows = list(states.values_list("destination_id", "doc_key"))  # one read for the kicks and the record
+    destinations = {destination_id for destination_id, _ in rows}
     count = states.update(force_resend=True, dead_lettered_at=None)
     for destination_id in destinations:
         health.record_event("resend", destination_id, files=count)
         kick(destination_id)
-    _audit(by, destinations, f"{why}: {', '.join(sorted(set(files.values())))}"[:1000])
+    _audit(by, destinations, f"{why}: {', '.join(sorted({doc_key for _, doc_key in rows}))}"[:1000])
     return count
 
 
