@@ -103,7 +103,7 @@ class FTPTransport(Transport):
     def _open(self, deadline: Deadline) -> ftplib.FTP:
         """Connected, greeting read; each later wait may last the whole send (the deadline
         ends it sooner)."""
-        ftp = ftplib.FTP_TLS(context=self._tls_context()) if self.config["tls"] else ftplib.FTP()
+        ftp = _CheckedFTPTLS(context=self._tls_context()) if self.config["tls"] else _CheckedFTP()
         try:
             ftp.connect(self.config["host"], self.config["port"],
                         timeout=deadline.timeout(self.config["connect_timeout"]))
@@ -127,6 +127,32 @@ class FTPTransport(Transport):
 
     def _tls_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cadata=self.config.get("ca_cert"))
+
+
+class ForeignDataConnection(ftplib.Error):
+    """In active mode, a data connection came from an address other than the server's."""
+
+
+class _CheckedFTP(ftplib.FTP):
+    """In active mode the server connects to a port we announce, and ftplib takes whoever
+    connects first. Anyone who reaches that port before the server would be handed the file,
+    so a data connection is used only if it comes from the address our commands go to.
+    (Passive mode already ignores the address a server names: ftplib's
+    ``trust_server_pasv_ipv4_address`` stays False.)"""
+
+    def ntransfercmd(self, cmd, rest=None):
+        conn, size = super().ntransfercmd(cmd, rest)
+        if not self.passiveserver:
+            server, caller = self.sock.getpeername()[0], conn.getpeername()[0]
+            if caller != server:
+                conn.close()
+                raise ForeignDataConnection(f"active mode: the data connection came from {caller}, not from "
+                                            f"the server {server}; refused, nothing was sent on it")
+        return conn, size
+
+
+class _CheckedFTPTLS(ftplib.FTP_TLS, _CheckedFTP):
+    """FTPS checks the caller in _CheckedFTP before FTP_TLS wraps the connection in TLS."""
 
 
 def _put_in_place(ftp: ftplib.FTP, body: bytes, final: str, deadline: Deadline) -> int:
@@ -242,6 +268,8 @@ def _failure(exc: BaseException, *, connected: bool, seconds: float) -> Transpor
         reason = _REPLY_REASONS.get(reply[:3], Reason.OTHER)
         what = "login refused" if reason == Reason.AUTH_REFUSED else "refused"
         return TransportError(f"FTP {what}: {reply}", permanent=isinstance(exc, ftplib.error_perm), reason=reason)
+    if isinstance(exc, ForeignDataConnection):
+        return TransportError(f"FTP data connection refused: {exc}", reason=Reason.OTHER)
     if isinstance(exc, ssl.SSLCertVerificationError):
         return TransportError(f"FTPS certificate rejected: {exc}", permanent=True, reason=Reason.TLS_REFUSED)
     reason = reason_of_os_error(exc, connected=connected)
