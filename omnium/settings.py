@@ -15,6 +15,7 @@ import ssl
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from omnium.environment_variables import ReadingEnv, refuse_unread
@@ -165,6 +166,8 @@ INSTALLED_APPS = [
     "omnium.clients",
     "omnium.delivery",
     "drf_spectacular",
+    # Swagger UI's JavaScript and CSS served as our own static files, not from a CDN.
+    "drf_spectacular_sidecar",
     "omnium.pullapi",
     "omnium.reports",
 ]
@@ -182,6 +185,26 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a locked-out sign-in into its lockout answer.
     "axes.middleware.AxesMiddleware",
 ]
+if OMNIUM_SERVES != "api":
+    # Pages for people (the admin, the status screens, the schema UI) say where their scripts,
+    # styles and images may come from: Mozilla's django-csp until Django 6.0 has its own. Pull
+    # answers are JSON and files, read by programs: the API process leaves the header out.
+    MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                      "csp.middleware.CSPMiddleware")
+# Everything from our own origin; no inline script or style (ours are static files), no plugin,
+# no framing, forms posted only to us. Swagger UI draws its icons as data: images.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 ROOT_URLCONF = "omnium.urls"
 WSGI_APPLICATION = "omnium.wsgi.application"
@@ -474,6 +497,8 @@ SPECTACULAR_SETTINGS = {
     # /v1/schema and /v1/docs: staff sessions only.
     "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAdminUser"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 # Legacy clients may send their key in the address: no log line may carry it.
 LOGGING.setdefault("filters", {})["scrub_api_keys"] = {"()": "omnium.pullapi.log_scrubbing.ScrubApiKeys"}

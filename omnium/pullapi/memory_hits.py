@@ -41,6 +41,9 @@ REPLAYED = frozenset({
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # In a process that serves the admin too (OMNIUM_SERVES=all: a development machine, the
+    # demo); an API process leaves it out.
+    "csp.middleware.CSPMiddleware",
 })
 
 

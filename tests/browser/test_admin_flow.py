@@ -27,13 +27,22 @@ def sftp_server(tmp_path):
 
 
 @pytest.fixture
-def browser_page():
+def browser_page(live_server):
+    """A page that records what the admin's Content-Security-Policy blocks and every request
+    that leaves the server's origin: each test's pages end with neither."""
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_page()
         page.set_default_timeout(15_000)
+        blocked, elsewhere = [], []
+        page.on("console", lambda message: blocked.append(message.text)
+                if "Content Security Policy" in message.text else None)
+        page.on("request", lambda request: elsewhere.append(request.url)
+                if not request.url.startswith((live_server.url, "data:")) else None)
         yield page
         browser.close()
+    assert blocked == [], "the page did something its Content-Security-Policy forbids"
+    assert elsewhere == [], "the page asked another origin"
 
 
 def log_in(page, live_server, admin_user) -> None:
@@ -155,3 +164,15 @@ def test_an_admin_types_an_sftp_destination_pins_its_host_key_and_tests_the_conn
     page.click("#test-connection")
     expect(page.locator(".plain-failure")).to_have_text("Connected, but the server did not answer within 2 s.")
     assert time.monotonic() - started < SEND_TIMEOUT_S + 3
+
+
+def test_the_api_reference_draws_from_our_own_origin_within_the_content_security_policy(
+        live_server, admin_user, browser_page):
+    page = browser_page
+    log_in(page, live_server, admin_user)
+
+    answer = page.goto(f"{live_server.url}/v1/docs")
+
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("Omnium pull API")
+    expect(page.locator(".opblock-summary-path", has_text="/v1/medals/{games}")).to_be_visible()

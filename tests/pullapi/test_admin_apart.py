@@ -28,12 +28,16 @@ def test_an_api_process_serves_no_admin_and_an_admin_process_no_file(games, enti
     feed = f"/v1/feeds/{games.code}/medals"
     headers = {"Authorization": f"Bearer {key}"}
 
-    assert requests.get(api.url + feed, headers=headers).status_code == 200
+    file = requests.get(api.url + feed, headers=headers)
+    assert file.status_code == 200
+    assert "Content-Security-Policy" not in file.headers  # JSON for programs: no policy to parse
     assert requests.get(api.url + "/admin/login/").status_code == 404
     assert requests.get(api.url + "/v1/docs").status_code == 404
 
     assert requests.get(admin.url + feed, headers=headers).status_code == 404
-    assert requests.get(admin.url + "/admin/login/").status_code == 200
+    sign_in = requests.get(admin.url + "/admin/login/")
+    assert sign_in.status_code == 200
+    assert "script-src 'self'" in sign_in.headers["Content-Security-Policy"]
     assert requests.get(admin.url + "/v1/schema", allow_redirects=False).status_code in (302, 403)
 
     for server in (api, admin):  # each probed and scraped on its own port
