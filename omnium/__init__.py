@@ -1,7 +1,8 @@
 """Omnium: saved sports records in, feed files out, delivered by push and pull.
 
 Packages, in the direction imports go: `games` → `feeds` → `delivery` / `pullapi`, with
-`clients` and `transports` below them and `alerts`, `metrics` and `reports` beside. Below them all, helper
+`clients` and `transports` below them and `alerts`, `metrics` and `reports` beside; `staff` is
+the admin site and how staff sign in to it. Below them all, helper
 packages named after what they hold: `database` (claims, server-side binding, timestamps),
 `caching` (in-process caches), `encoding` (gzip, the pull cache's entries, XML characters) and
 `workers` (worker process tuning).

@@ -138,6 +138,9 @@ AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_COOLOFF_TIME = 1  # hours
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner at every start; lockouts are still logged as warnings
+# The name authenticator apps show beside a person's account.
+OTP_TOTP_ISSUER = "Omnium"
+
 # The same client address as the pull API's failed-key counting: behind the load balancer, the
 # address X-Forwarded-For names as far as OMNIUM_PULL_TRUSTED_PROXIES reach, not the balancer's.
 AXES_CLIENT_IP_CALLABLE = "omnium.pullapi.client_ip.client_ip_of_request"
@@ -152,13 +155,17 @@ if OMNIUM_SERVES not in ("api", "admin", "all"):
     raise ImproperlyConfigured(f"OMNIUM_SERVES must be api, admin or all, got {OMNIUM_SERVES!r}")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin, on our site: an authenticator app's code at sign-in for those who set one up.
+    "omnium.staff.apps.StaffAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "axes",
+    # Second factor for staff (Jazzband's django-otp): TOTP authenticator apps (omnium/staff/).
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "rest_framework",
     "omnium.alerts",
     "omnium.games",
@@ -180,6 +187,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified(): signed in with an authenticator code this session.
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its lockout answer.

@@ -30,6 +30,7 @@ BROWSER_SESSION_MIDDLEWARE = frozenset({
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "axes.middleware.AxesMiddleware",  # admin sign-ins only
+    "django_otp.middleware.OTPMiddleware",  # a staff session's authenticator code
 })
 
 

@@ -1,0 +1,7 @@
+"""Who may use the admin, and how they prove it.
+
+- `site`: the admin site every staff page hangs on (Django's, through django-otp's), and its
+  sign-in form: the password, then the code of an authenticator app for those who set one up.
+- `authenticator`: the page where a person sets up (or removes) their authenticator app.
+- `apps`: makes that site Django's default admin site.
+"""

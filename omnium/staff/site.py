@@ -1,0 +1,74 @@
+"""The admin site: Django's, with an optional second factor (django-otp, TOTP).
+
+A person who has set up an authenticator app signs in with the password and the app's code; a
+person who has not signs in with the password alone. Each can set one up at any time
+(`authenticator`). Codes are throttled by django-otp (each failure doubles the wait), beside
+django-axes' lockout for passwords."""
+
+from django.contrib.admin import AdminSite, ModelAdmin
+from django.urls import path
+from django_otp import devices_for_user, user_has_device
+from django_otp.admin import OTPAdminAuthenticationForm, OTPAdminSite
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from omnium.staff.authenticator import authenticator_page
+
+
+class SignInForm(OTPAdminAuthenticationForm):
+    """User name and password; then, only for a person with an authenticator app, its code.
+    A person has at most one app, so the form picks it: nothing to choose."""
+
+    otp_error_messages = {
+        **OTPAdminAuthenticationForm.otp_error_messages,
+        "token_required": "This account has an authenticator app: type the 6-digit code it shows.",
+        "invalid_token": "That code is not the one the authenticator app shows now: try the next one.",
+    }
+
+    def clean_otp(self, user):
+        devices = list(devices_for_user(user)) if user is not None else []
+        if not devices:
+            return  # no authenticator app: the password was enough
+        if not self.cleaned_data.get("otp_device"):
+            self.cleaned_data["otp_device"] = devices[0].persistent_id
+        super().clean_otp(user)
+
+
+class StaffAdminSite(OTPAdminSite):
+    login_form = SignInForm
+    login_template = "admin/staff/login.html"
+
+    def __init__(self, name="admin"):
+        # OTPAdminSite names itself "otpadmin"; this is the site behind every `admin:` URL.
+        AdminSite.__init__(self, name)
+        # Before django-otp's own admin for the model (which would show each secret) is found:
+        # that one then finds the model registered and leaves it.
+        self.register(TOTPDevice, AuthenticatorAppAdmin)
+
+    def has_permission(self, request):
+        """Staff, and verified by their authenticator app if they have one (a session signed in
+        before the app was set up is asked to sign in again)."""
+        if not AdminSite.has_permission(self, request):
+            return False
+        return request.user.is_verified() or not user_has_device(request.user)
+
+    def get_urls(self):
+        return [path("authenticator/", self.admin_view(authenticator_page), name="authenticator"),
+                *super().get_urls()]
+
+
+class AuthenticatorAppAdmin(ModelAdmin):
+    """Who has an authenticator app, since when and when last used. Deleting one is how a person
+    who lost their phone signs in again with the password alone. The secret is never shown:
+    each person sets up their own app on their own page."""
+
+    list_display = ("user", "confirmed", "created_at", "last_used_at", "throttling_failure_count")
+    list_filter = ("confirmed",)
+    search_fields = ("user__username",)
+    fields = list_display
+    readonly_fields = list_display
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
