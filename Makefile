@@ -11,15 +11,23 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
 # settings refuse unless DEBUG is on (production is the default: omnium/settings.py).
 export DJANGO_DEBUG ?= true
 
-.PHONY: demo test test-fast lint docs install services test-servers database bench gameday
+.PHONY: demo test test-fast lint docs install lock services test-servers database bench gameday
 
-# A developer machine gets the product's packages and the tools' (requirements-dev.txt names
-# requirements.txt); a production host installs requirements.txt alone.
-$(VENV)/installed: requirements.txt requirements-dev.txt
+# A developer machine gets the product's locked packages and the tools' (requirements-dev.txt);
+# a production host installs requirements.lock alone, with --require-hashes.
+$(VENV)/installed: requirements.lock requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
+
+# requirements.lock: every package the product runs on (requirements.txt and what those need),
+# pinned with the hashes of their files, which pip checks at install (--require-hashes). Run
+# after changing requirements.txt; tests/structure/test_requirements.py fails until you do.
+lock:
+	$(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	    --no-emit-find-links --output-file=requirements.lock requirements.txt
 
 install: $(VENV)/installed
 
