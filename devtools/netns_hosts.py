@@ -87,6 +87,10 @@ class WorkerHost:
         return f"deliver-{self.tag}-{self.name}"
 
     def make_network(self) -> None:
+        holder = ip("-o", "addr", "show", "to", f"{self.host_address}/32").stdout.split()
+        if holder:  # a second veth with this address would take the route, and every connection time out
+            raise RuntimeError(f"{self.host_address} is already on {holder[1]}: another run's worker hosts are up "
+                               "(`python -m devtools.netns_hosts clean` removes a killed run's)")
         ip("netns", "add", self.namespace)
         ip("link", "add", self.host_veth, "type", "veth", "peer", "name", self.inner_veth)
         ip("link", "set", self.inner_veth, "netns", self.namespace)
@@ -144,6 +148,7 @@ class WorkerHosts:
         self.ports = sorted({*SERVICE_PORTS, _port_of(env.get("REDIS_URL", "")), *forward_ports} - {None})
 
     def __enter__(self) -> "WorkerHosts":
+        remove_abandoned()
         try:
             for host in self.hosts:
                 host.make_network()
@@ -172,6 +177,16 @@ def leftovers() -> tuple[list[str], list[str]]:
     links = [line.split(":")[1].strip().split("@")[0] for line in ip("-o", "link", "show").stdout.splitlines()
              if line.split(":")[1].strip().startswith(VETH_PREFIX)]
     return namespaces, links
+
+
+def remove_abandoned() -> None:
+    """Removes the namespaces of killed runs: those in which no process runs any more (a live
+    run's hold its forwarders and workers), and their veth pairs at once (the kernel would take
+    them with the namespace, but later)."""
+    for namespace in leftovers()[0]:
+        if not ip("netns", "pids", namespace).stdout.strip():
+            tag, _, number = namespace.removeprefix(NAMESPACE_PREFIX).partition("-h")
+            WorkerHost(int(number), tag).remove()
 
 
 def clean() -> None:
