@@ -411,8 +411,14 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="omnium-alerts@localh
 
 # Destination credentials: a key ring of Fernet keys, comma separated; the first encrypts,
 # all decrypt (rotate: put a new key first, run `manage.py rotate_credentials`, drop the old).
+# Only the admin (which encrypts what staff type) and the delivery workers (which decrypt to
+# send) hold it. Every other process says OMNIUM_HOLDS_CREDENTIAL_KEYS=false and gets no keys,
+# so a pull API, beat or build worker that is broken into gives away no client's password
+# (deploy/systemd passes the keys to the admin and delivery units alone).
+OMNIUM_HOLDS_CREDENTIAL_KEYS = _bool("OMNIUM_HOLDS_CREDENTIAL_KEYS", True)
 OMNIUM_CREDENTIAL_KEYS = [
-    key.strip() for key in _secret("OMNIUM_CREDENTIAL_KEYS", DEV_CREDENTIAL_KEY).split(",") if key.strip()
+    key.strip() for key in _secret("OMNIUM_CREDENTIAL_KEYS", DEV_CREDENTIAL_KEY if OMNIUM_HOLDS_CREDENTIAL_KEYS else "")
+    .split(",") if key.strip()
 ]
 
 
@@ -429,8 +435,15 @@ def _fernet_key_bytes(key: str) -> bytes:
     return base64.urlsafe_b64decode(key)
 
 
-if not OMNIUM_CREDENTIAL_KEYS:
-    raise ImproperlyConfigured("OMNIUM_CREDENTIAL_KEYS is empty")
+if OMNIUM_HOLDS_CREDENTIAL_KEYS and not OMNIUM_CREDENTIAL_KEYS:
+    raise ImproperlyConfigured("OMNIUM_CREDENTIAL_KEYS is empty (a process that needs none says "
+                               "OMNIUM_HOLDS_CREDENTIAL_KEYS=false)")
+if not OMNIUM_HOLDS_CREDENTIAL_KEYS and OMNIUM_CREDENTIAL_KEYS:
+    raise ImproperlyConfigured("OMNIUM_HOLDS_CREDENTIAL_KEYS is false, yet OMNIUM_CREDENTIAL_KEYS reaches this "
+                               "process: give the keys to the admin and the delivery workers only")
+if not OMNIUM_HOLDS_CREDENTIAL_KEYS and OMNIUM_SERVES != "api":
+    raise ImproperlyConfigured("OMNIUM_HOLDS_CREDENTIAL_KEYS is false, yet this process serves the admin "
+                               f"(OMNIUM_SERVES={OMNIUM_SERVES}), which encrypts what staff type: give it the keys")
 _credential_key_bytes = [_fernet_key_bytes(key) for key in OMNIUM_CREDENTIAL_KEYS]
 if not DEBUG and _fernet_key_bytes(DEV_CREDENTIAL_KEY) in _credential_key_bytes:
     raise ImproperlyConfigured(

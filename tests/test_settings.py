@@ -135,3 +135,28 @@ def test_a_broker_that_is_not_rabbitmq_stops_the_process_naming_the_variable():
     assert finished.returncode != 0
     assert "CELERY_BROKER_URL must be a RabbitMQ URL (amqp:// or amqps://), got one starting redis://" \
         in finished.stderr
+
+
+NO_KEYS = {key: value for key, value in PRODUCTION.items() if key != "OMNIUM_CREDENTIAL_KEYS"}
+TRY_TO_DECRYPT = (
+    "import django; django.setup(); from omnium.clients import credentials\n"
+    "try:\n    credentials.decrypt(b'gAAAAA-stored')\nexcept credentials.CredentialError as exc:\n    print(exc)"
+)
+
+
+def test_a_process_that_holds_no_credential_keys_starts_and_can_decrypt_nothing():
+    finished = run({**NO_KEYS, "DJANGO_SETTINGS_MODULE": "omnium.settings", "OMNIUM_SERVES": "api",
+                    "OMNIUM_HOLDS_CREDENTIAL_KEYS": "false"}, "-c", TRY_TO_DECRYPT)
+
+    assert finished.returncode == 0, finished.stderr
+    assert "this process holds no credential keys" in finished.stdout
+
+
+@pytest.mark.parametrize("environment, refusal", [
+    ({**PRODUCTION, "OMNIUM_SERVES": "api"}, "yet OMNIUM_CREDENTIAL_KEYS reaches this process"),
+    ({**NO_KEYS, "OMNIUM_SERVES": "admin"}, "yet this process serves the admin"),
+])
+def test_keys_where_none_belong_or_an_admin_without_them_stop_the_process(environment, refusal):
+    finished = run({**environment, "OMNIUM_HOLDS_CREDENTIAL_KEYS": "false"}, "manage.py", "check")
+    assert finished.returncode != 0
+    assert refusal in finished.stderr

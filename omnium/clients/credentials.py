@@ -3,6 +3,8 @@
 The ring is OMNIUM_CREDENTIAL_KEYS: the first key encrypts, every key decrypts, so a new key
 is put first, `manage.py rotate_credentials` re-encrypts every row, and then the old key is
 removed — no downtime. A value that no key can decrypt is an error, never an empty dict.
+Only the admin and the delivery workers hold the ring (OMNIUM_HOLDS_CREDENTIAL_KEYS); anywhere
+else both directions are an error that says so.
 """
 
 import json
@@ -16,6 +18,9 @@ class CredentialError(Exception):
 
 
 def _ring() -> MultiFernet:
+    if not settings.OMNIUM_CREDENTIAL_KEYS:
+        raise CredentialError("this process holds no credential keys (OMNIUM_HOLDS_CREDENTIAL_KEYS=false): only "
+                              "the admin and the delivery workers encrypt or decrypt destination credentials")
     return MultiFernet([Fernet(key) for key in settings.OMNIUM_CREDENTIAL_KEYS])
 
 

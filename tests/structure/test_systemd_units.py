@@ -74,3 +74,17 @@ def test_systemd_parses_every_directive(unit):
     complaints = [line for line in (finished.stdout + finished.stderr).splitlines()
                   if line.strip() and "is not executable" not in line]
     assert complaints == []
+
+
+HOLD_CREDENTIAL_KEYS = {"omnium-admin.service", "omnium-delivery@.service"}  # encrypt / decrypt
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
+def test_only_the_admin_and_the_delivery_workers_get_the_credential_keys(unit):
+    service = service_section(unit)
+    if unit.name in HOLD_CREDENTIAL_KEYS:
+        assert service["LoadCredential"] == ["credential-keys:/etc/omnium/credential-keys"]
+        assert "OMNIUM_CREDENTIAL_KEYS_FILE=%d/credential-keys" in service["Environment"]
+    else:
+        assert "LoadCredential" not in service
+        assert unit.name == "omnium-flower.service" or "OMNIUM_HOLDS_CREDENTIAL_KEYS=false" in service["Environment"]

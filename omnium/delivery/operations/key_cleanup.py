@@ -16,6 +16,7 @@ from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
 
 from omnium import redis_keys
+from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination, Subscription
 from omnium.delivery.models import DeliveryState
 from omnium.redis_client import redis_client
@@ -37,9 +38,15 @@ def published_keys(subscriptions) -> dict[int, list[str]]:
 def delete_after_commit(keys_by_destination: dict[int, list[str]]) -> None:
     for destination_id, keys in keys_by_destination.items():
         destination = Destination.objects.filter(pk=destination_id).first()
-        if destination is not None and keys:
+        if destination is None or not keys:
+            continue
+        try:
             config, credentials = destination.config, destination.credentials
-            transaction.on_commit(lambda c=config, s=credentials, k=keys: _delete(c, s, k))
+        except CredentialError:  # a process without the keys (a build worker deleting a Games)
+            log.warning("cannot delete %d retired keys of destination %s: this process holds no credential keys",
+                        len(keys), destination_id)
+            continue
+        transaction.on_commit(lambda c=config, s=credentials, k=keys: _delete(c, s, k))
 
 
 def _delete(config: dict, credentials: dict, keys: list[str]) -> None:
