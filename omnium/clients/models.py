@@ -92,7 +92,8 @@ class Destination(models.Model):
     fenced_at = models.DateTimeField(null=True, blank=True)
     fast_retries = models.PositiveSmallIntegerField(
         default=5, validators=[MaxValueValidator(MAX_FAST_RETRIES)],
-        help_text=f"Quick retries before trying every 5 minutes (0–{MAX_FAST_RETRIES}).",
+        help_text=f"Quick retries (1 s, doubling) after a failure (0–{MAX_FAST_RETRIES}); then one about every "
+                  "minute for ten minutes, then every 5 minutes.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 from django.conf import settings
 from django.test import override_settings
 
@@ -14,6 +15,7 @@ from omnium.delivery.operations import behind_alert, control
 from omnium.feeds.builder import build_file
 from omnium.games import workflow
 from omnium.games.models import Fixture
+from omnium.transports.failures import Reason
 from tests.delivery.fixtures import webhook_settings
 
 FAST_CLOCK = {**settings.OMNIUM, "DELIVERY_SLOW_RETRY_S": 0.01, "BEHIND_AFTER_S": 0.5}
@@ -54,9 +56,32 @@ def test_a_destination_down_for_long_gets_the_newest_version_when_back_and_proof
     assert DeliveryAttempt.objects.get(destination=destination, ok=True).seq == newest
 
 
-def test_after_fast_retries_a_destination_retries_every_slow_interval_forever():
-    assert [round(backoff.delay_after(n, fast_retries=3)) for n in (4, 10, 1000)] == [300, 300, 300]
-    assert all(0.5 <= backoff.delay_after(1, 3) <= 1.0 for _ in range(20))
+def test_retries_climb_a_ladder_then_go_on_every_slow_interval_forever():
+    """Issue 32: quick retries (1 s doubling), then about a minute apart for ten minutes, so a
+    client back from a few minutes' outage waits at most a minute; then the slow pace."""
+    quick = [[backoff.delay_after(n, fast_retries=3) for n in (1, 2, 3)] for _ in range(20)]
+    assert all(0.5 <= a <= 1.0 and 1.0 <= b <= 2.0 and 2.0 <= c <= 4.0 for a, b, c in quick)
+    minute_apart = [backoff.delay_after(n, fast_retries=3) for n in range(4, 4 + backoff.MINUTE_RETRIES)]
+    assert all(30 <= delay <= 60 for delay in minute_apart)
+    assert sum(minute_apart) >= 300  # minutes of them, not seconds
+    assert [round(backoff.delay_after(n, fast_retries=3)) for n in (4 + backoff.MINUTE_RETRIES, 1000)] == [300, 300]
+
+
+@pytest.mark.parametrize("reason, slow", [(Reason.HTTP_STATUS, False), (Reason.PERMISSION_DENIED, False),
+                                          (Reason.AUTH_REFUSED, True), (Reason.HOST_KEY_CHANGED, True)])
+def test_a_refusal_goes_red_at_once_and_only_one_a_person_must_mend_goes_to_the_slow_pace(
+        small_games, subscribe, reason, slow):
+    """A 403 from a client mid-deploy is retried within a minute (bench/gameday.py's
+    destination_recovery_s_max); our login refused is not hammered (a server may ban us)."""
+    destination = subscribe(small_games, webhook_settings("http://127.0.0.1:9/hook"))
+    SenderState.objects.get_or_create(destination=destination)  # as the sender's lease makes it
+
+    delay = backoff.failed(destination, "refused", permanent=True, reason=reason)
+
+    assert (delay == settings.OMNIUM["DELIVERY_SLOW_RETRY_S"]) is slow
+    assert delay <= 60 or slow
+    assert health.read(destination.pk)["status"] == health.Status.FAILING
+    assert Alert.objects.filter(kind="destination_failing", subject=f"destination:{destination.pk}").exists()
 
 
 @override_settings(OMNIUM=FAST_CLOCK)

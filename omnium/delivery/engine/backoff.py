@@ -1,4 +1,11 @@
-"""Back-off per destination: quick retries with jitter, then every 5 minutes, forever.
+"""Back-off per destination: a ladder of retries, then every 5 minutes, forever.
+
+The ladder: the destination's quick retries (1 s doubling), then a retry about every minute
+for ten minutes, so a client back from a deploy or an outage of a few minutes gets its files
+within a minute of answering again; only then the slow pace. A refusal that only a person can
+mend (our login or keys refused, a changed host key, an untrusted certificate, settings that
+cannot work) goes to the slow pace at once, so we do not hammer a server that refuses us (and
+may ban our address for it). Every step has jitter, so failing senders do not retry in step.
 
 Only the failing destination waits. Its next try is due at `retry_at` in PostgreSQL, which
 the sweeper reads: it kicks the destination on its first round after that moment (no timer
@@ -19,10 +26,16 @@ from omnium.alerts.service import is_open, open_alert, resolve_alert
 from omnium.conf import omnium_setting
 from omnium.delivery import health
 from omnium.delivery.models import SenderState
+from omnium.transports.failures import Reason
 
 FAST_BASE_S = 1.0
 FAST_CAP_S = 60.0
+# After the quick retries, this many about a minute apart (ten minutes) before the slow pace.
+MINUTE_RETRIES = 10
 ALERT_AFTER_FAILURES = 3
+# Refusals that a retry within minutes cannot change: a person must act on our side or theirs.
+MENDED_BY_A_PERSON = frozenset({Reason.AUTH_REFUSED, Reason.HOST_KEY_CHANGED, Reason.TLS_REFUSED,
+                                Reason.INVALID_SETTINGS, Reason.ADDRESS_REFUSED})
 
 
 class Gate(StrEnum):
@@ -33,11 +46,11 @@ class Gate(StrEnum):
 
 
 def delay_after(failures: int, fast_retries: int) -> float:
-    """Seconds to wait after `failures` consecutive failures."""
-    if failures > fast_retries:
+    """Seconds to wait after `failures` consecutive failures: the ladder, then the slow pace."""
+    if failures > fast_retries + MINUTE_RETRIES:
         return omnium_setting("DELIVERY_SLOW_RETRY_S")
-    exponential = min(FAST_CAP_S, FAST_BASE_S * 2 ** (failures - 1))
-    return exponential * random.uniform(0.5, 1.0)  # jitter: failing senders do not retry in step
+    step = FAST_CAP_S if failures > fast_retries else min(FAST_CAP_S, FAST_BASE_S * 2 ** (failures - 1))
+    return step * random.uniform(0.5, 1.0)
 
 
 def gate(destination_id: int) -> Gate | None:
@@ -51,17 +64,21 @@ def gate(destination_id: int) -> Gate | None:
     return Gate.WAITING if retry_at is not None and retry_at > timezone.now() else None
 
 
-def failed(destination, error: str, retry_after: float | None = None, permanent: bool = False) -> float:
+def failed(destination, error: str, retry_after: float | None = None, permanent: bool = False,
+           reason: Reason = Reason.OTHER) -> float:
     """Back the destination off after a failed send; returns the wait in seconds.
 
-    A permanent-looking error (a 4xx, bad credentials, a changed host key) will not go away
-    in seconds, so the destination goes red at once: the slow pace, the failing status and
-    the alert. It is still retried, so a client's fix is picked up without a person."""
+    A permanent-looking error (a 4xx, bad credentials, a changed host key) makes the
+    destination red at once: the failing status and the alert. It is retried on the ladder
+    all the same (a client mid-deploy answers 403 or 404 for a minute or two), unless only a
+    person can mend it (MENDED_BY_A_PERSON): then at the slow pace, still without end, so a
+    fix is picked up without anyone pressing a button."""
     SenderState.objects.filter(pk=destination.pk).update(
         consecutive_failures=F("consecutive_failures") + 1, last_error=error[:2000]
     )
     failures = SenderState.objects.filter(pk=destination.pk).values_list("consecutive_failures", flat=True).get()
-    delay = omnium_setting("DELIVERY_SLOW_RETRY_S") if permanent else delay_after(failures, destination.fast_retries)
+    slow_at_once = permanent and reason in MENDED_BY_A_PERSON
+    delay = omnium_setting("DELIVERY_SLOW_RETRY_S") if slow_at_once else delay_after(failures, destination.fast_retries)
     if retry_after is not None:
         delay = max(delay, min(retry_after, omnium_setting("DELIVERY_SLOW_RETRY_S")))
     SenderState.objects.filter(pk=destination.pk).update(retry_at=timezone.now() + timedelta(seconds=delay))

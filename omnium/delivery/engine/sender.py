@@ -32,6 +32,7 @@ from omnium.metrics.families import count_send, count_send_failure
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
 from omnium.transports.base import FeedFile, Receipt
+from omnium.transports.failures import Reason
 from omnium.transports.registry import TRANSPORTS
 
 log = logging.getLogger(__name__)
@@ -314,4 +315,5 @@ def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception
     health.record_event("dead_lettered" if marks else "failed", destination.pk, doc_key=owed.doc_key,
                         error=message)
     if back_off and not cut_by_pause:
-        backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None), permanent=permanent)
+        backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None), permanent=permanent,
+                       reason=getattr(exc, "reason", Reason.OTHER))
