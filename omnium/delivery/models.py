@@ -110,6 +110,8 @@ class SenderState(models.Model):
     lease_token = models.UUIDField(null=True, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
+    # The first failure of the run of failures under way (the back-off ladder's clock).
+    failing_since = models.DateTimeField(null=True, blank=True)
     retry_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)

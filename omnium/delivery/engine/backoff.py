@@ -1,7 +1,8 @@
 """Back-off per destination: a ladder of retries, then every 5 minutes, forever.
 
 The ladder: the destination's quick retries (1 s doubling), then a retry about every minute
-for ten minutes, so a client back from a deploy or an outage of a few minutes gets its files
+until ten minutes after the first failure (counted in time, not tries: a newer version is tried
+at once, and those tries must not use the ladder up), so a client back from a deploy or an outage of a few minutes gets its files
 within a minute of answering again; only then the slow pace. A refusal that only a person can
 mend (our login or keys refused, a changed host key, an untrusted certificate, settings that
 cannot work) goes to the slow pace at once, so we do not hammer a server that refuses us (and
@@ -20,6 +21,7 @@ from datetime import timedelta
 from enum import StrEnum
 
 from django.db.models import F
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from omnium.alerts.service import is_open, open_alert, resolve_alert
@@ -30,8 +32,8 @@ from omnium.transports.failures import Reason
 
 FAST_BASE_S = 1.0
 FAST_CAP_S = 60.0
-# After the quick retries, this many about a minute apart (ten minutes) before the slow pace.
-MINUTE_RETRIES = 10
+# After the quick retries, about a minute apart until this long after the first failure.
+MINUTE_RETRIES_FOR_S = 600.0
 ALERT_AFTER_FAILURES = 3
 # Refusals that a retry within minutes cannot change: a person must act on our side or theirs.
 MENDED_BY_A_PERSON = frozenset({Reason.AUTH_REFUSED, Reason.HOST_KEY_CHANGED, Reason.TLS_REFUSED,
@@ -45,11 +47,15 @@ class Gate(StrEnum):
     WAITING = "waiting"  # for its next retry after a failure
 
 
-def delay_after(failures: int, fast_retries: int) -> float:
-    """Seconds to wait after `failures` consecutive failures: the ladder, then the slow pace."""
-    if failures > fast_retries + MINUTE_RETRIES:
+def delay_after(failures: int, fast_retries: int, failing_for_s: float) -> float:
+    """Seconds to wait after `failures` consecutive failures, the first `failing_for_s` ago:
+    the ladder, then the slow pace."""
+    if failures <= fast_retries:
+        step = min(FAST_CAP_S, FAST_BASE_S * 2 ** (failures - 1))
+    elif failing_for_s < MINUTE_RETRIES_FOR_S:
+        step = FAST_CAP_S
+    else:
         return omnium_setting("DELIVERY_SLOW_RETRY_S")
-    step = FAST_CAP_S if failures > fast_retries else min(FAST_CAP_S, FAST_BASE_S * 2 ** (failures - 1))
     return step * random.uniform(0.5, 1.0)
 
 
@@ -74,11 +80,15 @@ def failed(destination, error: str, retry_after: float | None = None, permanent:
     person can mend it (MENDED_BY_A_PERSON): then at the slow pace, still without end, so a
     fix is picked up without anyone pressing a button."""
     SenderState.objects.filter(pk=destination.pk).update(
-        consecutive_failures=F("consecutive_failures") + 1, last_error=error[:2000]
+        consecutive_failures=F("consecutive_failures") + 1, failing_since=Coalesce(F("failing_since"), Now()),
+        last_error=error[:2000],
     )
-    failures = SenderState.objects.filter(pk=destination.pk).values_list("consecutive_failures", flat=True).get()
+    failures, since = SenderState.objects.filter(pk=destination.pk).values_list(
+        "consecutive_failures", "failing_since").get()
+    failing_for_s = (timezone.now() - since).total_seconds()
     slow_at_once = permanent and reason in MENDED_BY_A_PERSON
-    delay = omnium_setting("DELIVERY_SLOW_RETRY_S") if slow_at_once else delay_after(failures, destination.fast_retries)
+    delay = (omnium_setting("DELIVERY_SLOW_RETRY_S") if slow_at_once
+             else delay_after(failures, destination.fast_retries, failing_for_s))
     if retry_after is not None:
         delay = max(delay, min(retry_after, omnium_setting("DELIVERY_SLOW_RETRY_S")))
     SenderState.objects.filter(pk=destination.pk).update(retry_at=timezone.now() + timedelta(seconds=delay))

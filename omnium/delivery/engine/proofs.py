@@ -156,7 +156,7 @@ SELECT %(token)s::uuid IS NOT NULL
        AS nothing_owed),
 success AS (
 UPDATE delivery_senderstate SET last_success_at = clock_timestamp(), consecutive_failures = 0,
-    retry_at = NULL, last_error = '',
+    failing_since = NULL, retry_at = NULL, last_error = '',
     """ + lease.released_if("SELECT nothing_owed FROM done") + """
 WHERE destination_id = %(destination)s
 RETURNING lease_token IS NULL AS released),
