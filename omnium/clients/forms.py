@@ -115,14 +115,24 @@ class _DestinationSettingsForm(forms.ModelForm):
         typed = {name: self.cleaned_data[credential_field_name(kind, name)] for name in schema
                  if self.cleaned_data.get(credential_field_name(kind, name))}
         stored = bool(self.instance.credentials_encrypted)
-        if not typed and stored and not self.instance.points_elsewhere_than(kind, config):
+        same_target = stored and not self.instance.points_elsewhere_than(kind, config)
+        if not typed and same_target:
             return None
         why = ("the destination now points elsewhere: type its credentials again" if stored
                else "credentials are never kept across kinds or addresses")
         for name, setting in schema.items():
             if setting.required and name not in typed:
                 self.add_error(credential_field_name(kind, name), f"Required: {why}.")
-        return typed
+        return self._replacing_stored(kind, typed, config) if same_target else typed
+
+    def _replacing_stored(self, kind: str, typed: dict, config: dict) -> dict:
+        """New credentials for the same target; the kind may keep some of the old (a webhook's
+        old secret signs beside the new one for a while)."""
+        try:
+            stored = self.instance.credentials
+        except CredentialError:  # unreadable: nothing of it can be kept
+            return typed
+        return registry.TRANSPORTS[kind].credentials_replacing(stored, typed, config)
 
     def _check_with_transport(self, kind: str, config: dict) -> None:
         """The transport itself refuses what the declarations cannot say (an SFTP login

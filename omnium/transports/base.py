@@ -254,6 +254,13 @@ class Transport:
         return validate(cls.credentials_schema, credentials)
 
     @classmethod
+    def credentials_replacing(cls, stored: dict, typed: dict, config: dict) -> dict:
+        """What to store when ``typed`` credentials replace ``stored`` ones for the same target
+        (``config``): what was typed. A kind whose receiver needs both for a while (a webhook
+        secret being rotated) keeps some of the old."""
+        return typed
+
+    @classmethod
     def target_of(cls, config: dict) -> dict:
         """The settings of ``config`` that its credentials are bound to, defaults filled in."""
         settings = with_defaults(cls.config_schema, config or {})

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
+from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, with_defaults
 from .failures import Reason, reason_of_os_error
 from .http_replies import whole_replies_pool
 from .probes import ProbeSteps
@@ -115,13 +115,21 @@ class WebhookTransport(Transport):
     config_schema = {
         **TIMEOUT_SETTINGS,
         "url": Setting(str, required=True, check=_url_problem, help="The receiver's URL; https:// unless on a private network."),
+        "secret_overlap_hours": Setting(int, default=24, minimum=0, maximum=24 * 30,
+                                        help="When a new secret is typed, the old one signs beside it this long "
+                                             "(two signatures in webhook-signature), so the receiver can switch "
+                                             "to the new secret without missing a file. 0: at once."),
     }
     address_setting = "url"
     credentials_bound_to = ("url",)
     credentials_schema = {
         "secret": Setting(str, required=True, check=_secret_problem,
-                          help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver."),
+                          help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver. "
+                               "A new one typed here signs beside the old one for the overlap below."),
     }
+    # Kept by Omnium beside the secret while a rotation overlaps (never typed): the old secret,
+    # and until when (a Unix time) it signs too.
+    ROTATION = ("previous_secret", "previous_secret_until")
 
     @classmethod
     def address_of(cls, config: dict) -> tuple[str, int] | None:
@@ -131,6 +139,29 @@ class WebhookTransport(Transport):
     @classmethod
     def plaintext(cls, config: dict) -> str | None:
         return "http:// (without TLS)" if config["url"].startswith("http://") else None
+
+    @classmethod
+    def validate_credentials(cls, credentials: dict) -> list[str]:
+        typed = {name: value for name, value in credentials.items() if name not in cls.ROTATION}
+        previous = credentials.get("previous_secret")
+        problem = _secret_problem(previous) if previous else None
+        return super().validate_credentials(typed) + ([f"previous_secret {problem}"] if problem else [])
+
+    @classmethod
+    def credentials_replacing(cls, stored: dict, typed: dict, config: dict) -> dict:
+        """A new secret typed: the stored one keeps signing beside it for the overlap."""
+        hours = with_defaults(cls.config_schema, config)["secret_overlap_hours"]
+        old = stored.get("secret")
+        if old == typed.get("secret"):
+            return {**stored, **typed}  # the same secret again: an overlap under way goes on
+        if not hours or not old:
+            return typed
+        return {**typed, "previous_secret": old, "previous_secret_until": time.time() + hours * 3600}
+
+    def signing_secrets(self, now: float) -> list[str]:
+        """The secret, and the previous one while its overlap lasts."""
+        previous, until = self.credentials.get("previous_secret"), self.credentials.get("previous_secret_until") or 0
+        return [self.credentials["secret"]] + ([previous] if previous and now < until else [])
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
@@ -191,14 +222,17 @@ class WebhookTransport(Transport):
             self._pool[0].close()
 
     def _headers(self, file: FeedFile) -> dict[str, str]:
-        msg_id, timestamp = message_id_for(file), int(time.time())
+        now = time.time()
+        msg_id, timestamp = message_id_for(file), int(now)
+        # Standard Webhooks: space-separated signatures; a receiver accepts any it can verify.
+        signatures = " ".join(sign(secret, msg_id, timestamp, file.body) for secret in self.signing_secrets(now))
         test = {"omnium-test": "true"} if file.path == TEST_PATH else {}
         return {**test,
             "user-agent": USER_AGENT,
             "content-type": file.content_type,
             "webhook-id": msg_id,
             "webhook-timestamp": str(timestamp),
-            "webhook-signature": sign(self.credentials["secret"], msg_id, timestamp, file.body),
+            "webhook-signature": signatures,
             "omnium-path": file.path,
             "omnium-version": str(file.version),
             "omnium-etag": file.etag,

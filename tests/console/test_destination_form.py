@@ -2,6 +2,8 @@
 field with its bounds, errors beside the field, the JSON config still what is stored, and the
 credentials write-only and encrypted."""
 
+import time
+
 import pytest
 
 from omnium.clients.models import Client, Destination
@@ -174,3 +176,48 @@ def test_a_webhook_destination_takes_its_secret_from_the_typed_field(admin_clien
 
     assert admin_client.post("/admin/clients/destination/add/", form).status_code == 302
     assert Destination.objects.get(name="hook").credentials == {"secret": WEBHOOK_SECRET}
+
+
+NEW_SECRET = "whsec_" + "TmV3U2VjcmV0TmV3U2VjcmV0TmV3U2VjcmV0"
+
+
+@pytest.mark.parametrize("overlap_hours, kept", [("", True), ("0", False)])
+def test_typing_a_new_webhook_secret_keeps_the_old_one_signing_for_the_overlap(
+        admin_client, client_row, overlap_hours, kept):
+    """Issue 33: a secret rotated in the admin; the receiver has the overlap (24 h unless set)
+    to move to the new one, and no file fails verification meanwhile."""
+    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
+            "webhook__cred__secret": WEBHOOK_SECRET, "webhook__secret_overlap_hours": overlap_hours,
+            "enabled": "on", "fast_retries": "5", "fence_reason": "",
+            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    admin_client.post("/admin/clients/destination/add/", form)
+    destination = Destination.objects.get(name="hook")
+
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/",
+                              {**form, "webhook__cred__secret": NEW_SECRET})
+
+    assert reply.status_code == 302
+    destination.refresh_from_db()
+    stored = destination.credentials
+    assert stored["secret"] == NEW_SECRET
+    if kept:
+        assert stored["previous_secret"] == WEBHOOK_SECRET
+        assert 23.9 * 3600 < stored["previous_secret_until"] - time.time() <= 24 * 3600
+    else:
+        assert "previous_secret" not in stored
+
+
+def test_the_same_secret_typed_again_or_a_new_url_starts_no_overlap(admin_client, client_row):
+    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
+            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
+            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    admin_client.post("/admin/clients/destination/add/", form)
+    destination = Destination.objects.get(name="hook")
+    change = f"/admin/clients/destination/{destination.pk}/change/"
+
+    admin_client.post(change, form)
+    assert Destination.objects.get(pk=destination.pk).credentials == {"secret": WEBHOOK_SECRET}
+
+    admin_client.post(change, {**form, "webhook__url": "https://hooks.example.com/g", "webhook__cred__secret": NEW_SECRET})
+    assert Destination.objects.get(pk=destination.pk).credentials == {"secret": NEW_SECRET}, \
+        "an old secret never follows a destination to a new address"

@@ -140,3 +140,28 @@ def _signed_headers(body: bytes, timestamp: int) -> dict[str, str]:
         "Webhook-Timestamp": str(timestamp),
         "Webhook-Signature": "v1,bm90LWl0 " + sign(WEBHOOK_SECRET, "msg_1", timestamp, body),
     }
+
+
+NEW_SECRET = "whsec_" + "TmV3U2VjcmV0TmV3U2VjcmV0TmV3U2VjcmV0"
+
+
+def test_while_a_secret_rotates_both_sign_so_a_receiver_on_either_verifies(webhook_kit, webhook_receiver):
+    """Issue 33: the old secret signs beside the new one until its overlap ends (Standard
+    Webhooks: several space-separated signatures, a receiver accepts any it can verify)."""
+    rotating = {"secret": NEW_SECRET, "previous_secret": WEBHOOK_SECRET, "previous_secret_until": time.time() + 60}
+
+    webhook_kit.send(webhook_kit.transport(credentials=rotating), b'{"rotating": 1}', feed_path())
+
+    sent = webhook_receiver.deliveries[-1]
+    assert sent.verified  # the receiver still on the old secret takes it
+    assert verify_signature(NEW_SECRET, sent.headers, sent.body)  # and one already on the new
+    assert len(sent.headers["webhook-signature"].split()) == 2
+
+
+def test_once_the_overlap_ends_only_the_new_secret_signs(webhook_kit, webhook_receiver):
+    ended = {"secret": NEW_SECRET, "previous_secret": WEBHOOK_SECRET, "previous_secret_until": time.time() - 1}
+
+    with pytest.raises(TransportError, match="401"):  # the loopback receiver holds the old secret
+        webhook_kit.send(webhook_kit.transport(credentials=ended), b'{"rotated": 1}', feed_path())
+
+    assert not webhook_receiver.deliveries[-1].verified
