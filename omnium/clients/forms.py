@@ -70,11 +70,18 @@ class _DestinationSettingsForm(forms.ModelForm):
 
     def _note_credentials_are_set(self, kind: str) -> None:
         transport = registry.TRANSPORTS.get(kind)
+        state = self._credentials_state(transport) if transport else None
         for name in transport.credentials_schema if transport else ():
             field = self.fields[credential_field_name(kind, name)]
             field.help_text = ("Credentials are set (hidden): type new ones to replace them all, leave empty "
                                "to keep them. They are dropped if the destination is pointed elsewhere "
-                               f"({', '.join(transport.credentials_bound_to)}). {field.help_text}")
+                               f"({', '.join(transport.credentials_bound_to)}). {state or ''} {field.help_text}")
+
+    def _credentials_state(self, transport) -> str | None:
+        try:
+            return transport.credentials_state(self.instance.credentials)
+        except CredentialError:
+            return "The stored credentials cannot be decrypted with the key ring: type them again."
 
     def clean(self):
         cleaned = super().clean()

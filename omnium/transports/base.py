@@ -261,6 +261,11 @@ class Transport:
         return typed
 
     @classmethod
+    def credentials_state(cls, credentials: dict) -> str | None:
+        """A sentence on the stored credentials that a person may need (never a secret), or None."""
+        return None
+
+    @classmethod
     def target_of(cls, config: dict) -> dict:
         """The settings of ``config`` that its credentials are bound to, defaults filled in."""
         settings = with_defaults(cls.config_schema, config or {})

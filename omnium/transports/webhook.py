@@ -7,6 +7,7 @@ import binascii
 import email.utils
 import hashlib
 import hmac
+import re
 import time
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -40,6 +41,44 @@ def _secret_problem(secret: str) -> str | None:
     except (binascii.Error, ValueError):
         ok = False
     return None if ok else "must be 'whsec_' followed by at least 16 bytes in base64"
+
+
+# Headers a receiver's gateway may ask for beside ours; ours (what is signed, and what says what
+# the body is) cannot be replaced by one of them.
+OUR_HEADERS = frozenset({"content-type", "content-length", "host", "user-agent", "transfer-encoding",
+                         "webhook-id", "webhook-timestamp", "webhook-signature",
+                         "omnium-path", "omnium-version", "omnium-etag", "omnium-test"})
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
+
+
+def header_lines(text: str) -> dict[str, str]:
+    """``Name: value`` lines as a dict (blank lines skipped); ValueError naming a bad line."""
+    headers = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        name, colon, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not HEADER_NAME.match(name):
+            raise ValueError(f"{line.strip()[:40]!r} is not 'Name: value'")
+        if name.lower() in OUR_HEADERS:
+            raise ValueError(f"{name} is set by Omnium (signed, or describing the body)")
+        if not value or any(ord(char) < 32 or ord(char) == 127 for char in value):
+            raise ValueError(f"{name}'s value is empty or holds a control character")
+        headers[name] = value
+    return headers
+
+
+def _headers_problem(text: str) -> str | None:
+    try:
+        header_lines(text)
+    except ValueError as exc:
+        return f"must be 'Name: value' lines: {exc}"
+    return None
+
+
+def _token_problem(token: str) -> str | None:
+    return "must be one line without spaces" if not token.isprintable() or " " in token.strip() else None
 
 
 def _whole_number(text: str) -> int | None:
@@ -115,6 +154,11 @@ class WebhookTransport(Transport):
     config_schema = {
         **TIMEOUT_SETTINGS,
         "url": Setting(str, required=True, check=_url_problem, help="The receiver's URL; https:// unless on a private network."),
+        "headers": Setting(str, check=_headers_problem, multiline=True,
+                           help="More headers the receiver (or its API gateway) wants, one 'Name: value' a line. "
+                                "Put secret ones under the credentials."),
+        "basic_username": Setting(str, help="HTTP Basic authentication: the user name (its password under the "
+                                            "credentials)."),
         "secret_overlap_hours": Setting(int, default=24, minimum=0, maximum=24 * 30,
                                         help="When a new secret is typed, the old one signs beside it this long "
                                              "(two signatures in webhook-signature), so the receiver can switch "
@@ -126,6 +170,11 @@ class WebhookTransport(Transport):
         "secret": Setting(str, required=True, check=_secret_problem,
                           help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver. "
                                "A new one typed here signs beside the old one for the overlap below."),
+        "bearer_token": Setting(str, check=_token_problem,
+                                help="Sent as 'Authorization: Bearer <token>', if the receiver wants one."),
+        "basic_password": Setting(str, help="HTTP Basic authentication: the password of the user name above."),
+        "secret_headers": Setting(str, check=_headers_problem, multiline=True,
+                                  help="Headers whose values are secret (an API key), one 'Name: value' a line."),
     }
     # Kept by Omnium beside the secret while a rotation overlaps (never typed): the old secret,
     # and until when (a Unix time) it signs too.
@@ -158,6 +207,36 @@ class WebhookTransport(Transport):
             return typed
         return {**typed, "previous_secret": old, "previous_secret_until": time.time() + hours * 3600}
 
+    @classmethod
+    def credentials_state(cls, credentials: dict) -> str | None:
+        until = credentials.get("previous_secret_until") or 0
+        if not credentials.get("previous_secret") or until <= time.time():
+            return None
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
+        return f"Rotating: the previous secret signs beside the current one until {when}."
+
+    def _receivers_headers(self) -> dict[str, str]:
+        """The headers the receiver asked for: plain and secret ones, and its authentication."""
+        headers = {**header_lines(self.config.get("headers", "")),
+                   **header_lines(self.credentials.get("secret_headers", ""))}
+        token, user = self.credentials.get("bearer_token"), self.config.get("basic_username")
+        password = self.credentials.get("basic_password")
+        asked = [name for name, given in (("a bearer token", token), ("Basic authentication", user or password))
+                 if given]
+        if len(asked) > 1 or (asked and any(name.lower() == "authorization" for name in headers)):
+            raise TransportError("webhook: " + " and ".join(asked or ["an Authorization header"])
+                                 + " both set the Authorization header: keep one", permanent=True,
+                                 reason=Reason.INVALID_SETTINGS)
+        if token:
+            headers["Authorization"] = f"Bearer {token.strip()}"
+        elif user or password:
+            if not (user and password):
+                raise TransportError("webhook: Basic authentication needs both the user name and the password",
+                                     permanent=True, reason=Reason.INVALID_SETTINGS)
+            pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+            headers["Authorization"] = f"Basic {pair}"
+        return headers
+
     def signing_secrets(self, now: float) -> list[str]:
         """The secret, and the previous one while its overlap lasts."""
         previous, until = self.credentials.get("previous_secret"), self.credentials.get("previous_secret_until") or 0
@@ -165,6 +244,7 @@ class WebhookTransport(Transport):
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
+        self._extra_headers = self._receivers_headers()
         # Made by the first push, so that a URL it cannot use fails that push, permanently.
         self._pool: tuple[urllib3.HTTPConnectionPool, str] | None = None
         self._host = urlsplit(self.config["url"]).hostname  # what an error names
@@ -227,7 +307,7 @@ class WebhookTransport(Transport):
         # Standard Webhooks: space-separated signatures; a receiver accepts any it can verify.
         signatures = " ".join(sign(secret, msg_id, timestamp, file.body) for secret in self.signing_secrets(now))
         test = {"omnium-test": "true"} if file.path == TEST_PATH else {}
-        return {**test,
+        return {**self._extra_headers, **test,
             "user-agent": USER_AGENT,
             "content-type": file.content_type,
             "webhook-id": msg_id,

@@ -200,11 +200,15 @@ def test_typing_a_new_webhook_secret_keeps_the_old_one_signing_for_the_overlap(
     destination.refresh_from_db()
     stored = destination.credentials
     assert stored["secret"] == NEW_SECRET
+    page = admin_client.get(f"/admin/clients/destination/{destination.pk}/change/").content.decode()
     if kept:
         assert stored["previous_secret"] == WEBHOOK_SECRET
         assert 23.9 * 3600 < stored["previous_secret_until"] - time.time() <= 24 * 3600
+        assert "Rotating: the previous secret signs beside the current one until" in page
     else:
         assert "previous_secret" not in stored
+        assert "Rotating" not in page
+    assert WEBHOOK_SECRET not in page and NEW_SECRET not in page
 
 
 def test_the_same_secret_typed_again_or_a_new_url_starts_no_overlap(admin_client, client_row):

@@ -165,3 +165,47 @@ def test_once_the_overlap_ends_only_the_new_secret_signs(webhook_kit, webhook_re
         webhook_kit.send(webhook_kit.transport(credentials=ended), b'{"rotated": 1}', feed_path())
 
     assert not webhook_receiver.deliveries[-1].verified
+
+
+def _received_headers(receiver) -> dict[str, str]:
+    return {name.lower(): value for name, value in receiver.deliveries[-1].headers.items()}
+
+
+def test_a_receivers_gateway_gets_its_headers_and_its_bearer_token(webhook_kit, webhook_receiver):
+    """Issue 33: receivers behind an API gateway want their own headers and authentication."""
+    transport = webhook_kit.transport(
+        headers="X-Feed-Client: ndtv\n\nX-Region: eu-west-1",
+        credentials={**webhook_kit.credentials(), "secret_headers": "X-Api-Key: k-123", "bearer_token": "tok.en-1"})
+
+    webhook_kit.send(transport, b'{"gateway": 1}', feed_path())
+
+    got = _received_headers(webhook_receiver)
+    assert webhook_receiver.deliveries[-1].verified
+    assert (got["x-feed-client"], got["x-region"], got["x-api-key"]) == ("ndtv", "eu-west-1", "k-123")
+    assert got["authorization"] == "Bearer tok.en-1"
+
+
+def test_basic_authentication_reaches_the_receiver(webhook_kit, webhook_receiver):
+    transport = webhook_kit.transport(basic_username="feeds",
+                                      credentials={**webhook_kit.credentials(), "basic_password": "pa:ss"})
+
+    webhook_kit.send(transport, b'{"basic": 1}', feed_path())
+
+    assert _received_headers(webhook_receiver)["authorization"] == "Basic ZmVlZHM6cGE6c3M="  # feeds:pa:ss
+
+
+@pytest.mark.parametrize("config, credentials, refusal", [
+    ({"headers": "no colon here"}, {}, "is not 'Name: value'"),
+    ({"headers": "Webhook-Signature: v1,forged"}, {}, "Webhook-Signature is set by Omnium"),
+    ({}, {"secret_headers": "Content-Type: text/plain"}, "Content-Type is set by Omnium"),
+    ({"headers": "Bad Name: x"}, {}, "is not 'Name: value'"),
+    ({"basic_username": "feeds"}, {"bearer_token": "t"}, "both set the Authorization header"),
+    ({"headers": "Authorization: Token x"}, {"bearer_token": "t"}, "both set the Authorization header"),
+    ({"basic_username": "feeds"}, {}, "needs both the user name and the password"),
+    ({}, {"bearer_token": "two words"}, "bearer_token must be one line without spaces"),
+])
+def test_headers_and_authentication_that_cannot_work_are_refused_plainly(webhook_kit, config, credentials, refusal):
+    with pytest.raises(TransportError, match=refusal) as refused:
+        webhook_kit.transport(**config, credentials={**webhook_kit.credentials(), **credentials})
+
+    assert refused.value.permanent
