@@ -17,8 +17,8 @@ rounds (all commands but INFO) per request served.
 
 And it floods the admin's sign-in (bench/login_flood.py: random users from random addresses, so
 no lockout applies and each attempt costs a password hash) beside a wrk run of 304s: once with
-the admin in a process of its own (OMNIUM_SERVES=admin, as production runs it), once through the
-API server's own admin (the layout before); `login_flood_p99_ratio` is the p99 beside the
+the admin in a process of its own (OMNIUM_SERVES=admin, as production runs it), once through
+the admin of API servers that serve it too (OMNIUM_SERVES=all, the layout before); `login_flood_p99_ratio` is the p99 beside the
 separate admin's flood over the quiet p99 of the same minute (issue 31: within 2x).
 """
 
@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 98
@@ -343,10 +344,14 @@ def server_environment() -> dict:
     return env
 
 
-def start_servers(port: int, workers: int):
+def start_servers(port: int, workers: int, serves: str = "api"):
+    """The API servers as production runs them (OMNIUM_SERVES=api: no admin, no page-only
+    middleware), the bare baseline view beside; `serves="all"` for the layout with the admin in
+    the same process."""
     from devtools.processes import start_api
 
-    return start_api(port, "bench-pull-api", server_environment(), workers=workers, target="bench.pull:application")
+    return start_api(port, f"bench-pull-{serves}", {**server_environment(), "OMNIUM_SERVES": serves},
+                     workers=workers, target="bench.pull:application")
 
 
 def targets_met(result: dict) -> dict:
@@ -359,9 +364,9 @@ def targets_met(result: dict) -> dict:
     return met
 
 
-def login_flood(api: str, conditional: dict, api_base: str, seconds: int) -> dict:
+def login_flood(api: str, conditional: dict, workers: int, seconds: int) -> dict:
     """304s quiet, beside a flooded admin process of its own, and beside a flood of the API
-    server's own admin (the API server serves everything: OMNIUM_SERVES=all)."""
+    server's own admin (servers that serve everything: OMNIUM_SERVES=all)."""
     from bench.login_flood import LoginFlood
     from devtools.processes import free_port, start_api
 
@@ -378,9 +383,16 @@ def login_flood(api: str, conditional: dict, api_base: str, seconds: int) -> dic
         apart_flood = flood.stop()
     finally:
         admin.stop()
-    flood = LoginFlood(api_base).start()
-    shared = wrk(api, conditional, seconds)
-    shared_flood = flood.stop()
+    all_port = free_port()
+    serving_all = start_servers(all_port, workers, serves="all")
+    try:
+        all_api = api.replace(urlsplit(api).netloc, f"127.0.0.1:{all_port}")
+        wrk(all_api, conditional, 2)
+        flood = LoginFlood(f"http://127.0.0.1:{all_port}").start()
+        shared = wrk(all_api, conditional, seconds)
+        shared_flood = flood.stop()
+    finally:
+        serving_all.stop()
     for name, run in (("quiet", quiet), ("admin apart, flooded", apart), ("same process's admin flooded", shared)):
         log(f"login flood, {name}: {run}")
     log(f"login flood: admin apart {apart_flood}, same process {shared_flood}")
@@ -463,7 +475,7 @@ def main() -> None:
         stale_versions = measure_staleness(api, auth, options.staleness_seconds, redis_url, redis_key, workdir,
                                            str(log_dir))
         log(f"staleness: {stale_versions}")
-        flooded = login_flood(api, conditional, f"http://127.0.0.1:{api_port}", options.flood_seconds)
+        flooded = login_flood(api, conditional, options.workers, options.flood_seconds)
 
         log("Redis down: warming the servers again, stopping the pull cache Redis")
         wrk(api, conditional, 2)
