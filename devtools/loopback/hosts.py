@@ -4,6 +4,7 @@ and hosts that accept connections and then misbehave (silent, trickling)."""
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,10 +24,12 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def serve_http(handler: type[BaseHTTPRequestHandler]) -> LoopbackHTTPServer:
-    """An HTTP server on a free loopback port, serving in a daemon thread; `shutdown()` and
-    `server_close()` end it."""
+def serve_http(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> LoopbackHTTPServer:
+    """An HTTP server on a free loopback port (HTTPS with a server-side ``tls`` context), serving
+    in a daemon thread; `shutdown()` and `server_close()` end it."""
     server = LoopbackHTTPServer((LOOPBACK, 0), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     # shutdown() waits for the serving loop's next poll: socketserver's default half second
     # was a half second at the end of every test with a receiver.
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
@@ -100,6 +103,7 @@ class Delivery:
     verified: bool
     status: int = 200  # what the receiver answered
     received_at: float = 0.0  # time.time()
+    client_certificate: dict | None = None  # over HTTPS: the sender's certificate, as ssl reads it
 
 
 @dataclass
@@ -114,6 +118,8 @@ class WebhookReceiver:
     deliveries: list[Delivery] = field(default_factory=list)
     replies: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     keep_bodies: bool = True
+    # HTTPS: a server-side context (its certificate, and whether it asks for a client's).
+    tls: ssl.SSLContext | None = None
     _refusal: tuple[int, float] = (200, 0.0)  # (status, until time.monotonic())
 
     def refuse(self, status: int, seconds: float) -> None:
@@ -138,16 +144,18 @@ class WebhookReceiver:
                     verified = verified and file_headers_signed(headers)
                 status, extra = receiver._scripted_reply()
                 status = status if verified else 401
+                peer = self.connection.getpeercert() if receiver.tls is not None else None
                 receiver.deliveries.append(Delivery(self.path, headers, body if receiver.keep_bodies else b"",
-                                                    verified, status, time.time()))
+                                                    verified, status, time.time(), peer))
                 self.answer(status, f"received {status}".encode(), extra)
 
-        self.http = serve_http(Handler)
+        self.http = serve_http(Handler, self.tls)
         return self
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.http.server_address[1]}/feeds"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{LOOPBACK}:{self.http.server_address[1]}/feeds"
 
     def destination_config(self, url: str | None = None) -> dict:
         """A webhook destination's config aimed at this receiver (or another `url`)."""

@@ -11,6 +11,7 @@ enforces the length by default.)
 from __future__ import annotations
 
 import http.client
+import ssl
 
 import certifi
 import urllib3.connection
@@ -71,15 +72,18 @@ class _TLSPool(urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _TLSConnection
 
 
-def whole_replies_pool(url: str) -> tuple[urllib3.connectionpool.HTTPConnectionPool, str]:
+def whole_replies_pool(url: str, tls: ssl.SSLContext | None = None) -> tuple[urllib3.connectionpool.HTTPConnectionPool, str]:
     """A pool of connections to `url`'s host (an http:// or https:// URL, as the webhook's
     settings are checked to be), and the target to request there (path and query). A reply
     whose headers were cut raises ``urllib3.exceptions.ProtocolError`` (caused by
-    ``HeadersCut``); TLS is verified against certifi's certificates, as requests does. Raises
+    ``HeadersCut``); TLS is verified against certifi's certificates, as requests does, or as
+    ``tls`` says (a CA of the receiver's, our client certificate). Raises
     ``urllib3.exceptions.LocationValueError`` for a URL that names no host."""
     parts = parse_url(url)
     if not parts.host:
         raise urllib3.exceptions.LocationValueError(f"no host in {url!r}")
+    if parts.scheme == "https" and tls is not None:
+        return _TLSPool(parts.host, parts.port, ssl_context=tls), parts.request_uri
     if parts.scheme == "https":
         return _TLSPool(parts.host, parts.port, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where()), parts.request_uri
     return _Pool(parts.host, parts.port), parts.request_uri

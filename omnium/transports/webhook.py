@@ -8,11 +8,15 @@ import email.utils
 import hashlib
 import hmac
 import re
+import ssl
+import tempfile
 import time
 from collections.abc import Mapping
 from http import HTTPStatus
+from pathlib import Path
 from urllib.parse import urlsplit
 
+import certifi
 import urllib3
 
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, with_defaults
@@ -79,6 +83,33 @@ def _headers_problem(text: str) -> str | None:
 
 def _token_problem(token: str) -> str | None:
     return "must be one line without spaces" if not token.isprintable() or " " in token.strip() else None
+
+
+def _certificate_problem(value: str) -> str | None:
+    return None if "-----BEGIN CERTIFICATE-----" in value else "must be a PEM certificate"
+
+
+def _private_key_problem(value: str) -> str | None:
+    return None if re.search(r"-----BEGIN [A-Z ]*PRIVATE KEY-----", value) else "must be a PEM private key"
+
+
+def tls_context(ca_cert: str | None, client_cert: str | None, client_key: str | None) -> ssl.SSLContext:
+    """Verifying the receiver against ``ca_cert`` (instead of certifi's CAs) when given, and
+    presenting ``client_cert`` with ``client_key`` (mutual TLS) when given. OpenSSL reads a
+    certificate chain from files only: the pair is written to a private temporary folder for
+    the moment it is read, then removed."""
+    context = ssl.create_default_context(cafile=None if ca_cert else certifi.where(), cadata=ca_cert or None)
+    if client_cert:
+        with tempfile.TemporaryDirectory(prefix="omnium-tls-") as folder:  # mode 0700
+            chain = Path(folder) / "client.pem"
+            chain.touch(mode=0o600)
+            chain.write_text(client_key.strip() + "\n" + client_cert.strip() + "\n")
+            try:
+                context.load_cert_chain(chain)
+            except ssl.SSLError as exc:
+                raise TransportError(f"webhook client certificate unusable: {exc.reason or exc}", permanent=True,
+                                     reason=Reason.INVALID_SETTINGS) from None
+    return context
 
 
 def _whole_number(text: str) -> int | None:
@@ -159,13 +190,19 @@ class WebhookTransport(Transport):
                                 "Put secret ones under the credentials."),
         "basic_username": Setting(str, help="HTTP Basic authentication: the user name (its password under the "
                                             "credentials)."),
+        "ca_cert": Setting(str, check=_certificate_problem, multiline=True,
+                           help="PEM certificate of a CA to trust for the receiver instead of the public ones."),
+        "client_cert": Setting(str, check=_certificate_problem, multiline=True,
+                               help="Mutual TLS: our PEM certificate (chain) that the receiver asks for; its "
+                                    "private key under the credentials."),
         "secret_overlap_hours": Setting(int, default=24, minimum=0, maximum=24 * 30,
                                         help="When a new secret is typed, the old one signs beside it this long "
                                              "(two signatures in webhook-signature), so the receiver can switch "
                                              "to the new secret without missing a file. 0: at once."),
     }
     address_setting = "url"
-    credentials_bound_to = ("url",)
+    # A new CA to trust could put another party in the receiver's place: the secrets go with it.
+    credentials_bound_to = ("url", "ca_cert")
     credentials_schema = {
         "secret": Setting(str, required=True, check=_secret_problem,
                           help="Signing secret (Standard Webhooks): 'whsec_' and base64. Give it to the receiver. "
@@ -173,6 +210,8 @@ class WebhookTransport(Transport):
         "bearer_token": Setting(str, check=_token_problem,
                                 help="Sent as 'Authorization: Bearer <token>', if the receiver wants one."),
         "basic_password": Setting(str, help="HTTP Basic authentication: the password of the user name above."),
+        "client_key": Setting(str, check=_private_key_problem, multiline=True,
+                              help="Mutual TLS: the PEM private key of the client certificate."),
         "secret_headers": Setting(str, check=_headers_problem, multiline=True,
                                   help="Headers whose values are secret (an API key), one 'Name: value' a line."),
     }
@@ -215,6 +254,13 @@ class WebhookTransport(Transport):
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
         return f"Rotating: the previous secret signs beside the current one until {when}."
 
+    def _tls_context(self) -> ssl.SSLContext | None:
+        ca, cert, key = self.config.get("ca_cert"), self.config.get("client_cert"), self.credentials.get("client_key")
+        if bool(cert) != bool(key):
+            raise TransportError("webhook: mutual TLS needs both the client certificate and its private key",
+                                 permanent=True, reason=Reason.INVALID_SETTINGS)
+        return tls_context(ca, cert, key) if ca or cert else None
+
     def _receivers_headers(self) -> dict[str, str]:
         """The headers the receiver asked for: plain and secret ones, and its authentication."""
         headers = {**header_lines(self.config.get("headers", "")),
@@ -245,6 +291,7 @@ class WebhookTransport(Transport):
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
         self._extra_headers = self._receivers_headers()
+        self._tls = self._tls_context()
         # Made by the first push, so that a URL it cannot use fails that push, permanently.
         self._pool: tuple[urllib3.HTTPConnectionPool, str] | None = None
         self._host = urlsplit(self.config["url"]).hostname  # what an error names
@@ -281,7 +328,7 @@ class WebhookTransport(Transport):
         # fan-out to 5,000 webhooks (py-spy, bench/scale.py). Proxies and .netrc from the
         # environment, which would change where signed feeds go, are not read by urllib3.
         if self._pool is None:
-            self._pool = whole_replies_pool(self.config["url"])
+            self._pool = whole_replies_pool(self.config["url"], self._tls)
         pool, target = self._pool
         timeout = urllib3.Timeout(connect=deadline.timeout(self.config["connect_timeout"]),
                                   read=self.config["send_timeout"])

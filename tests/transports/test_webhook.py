@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import ssl
 import time
+from types import SimpleNamespace
 
 import pytest
 
-from devtools.loopback.hosts import ScriptedReplyHost
+from devtools.loopback.hosts import ScriptedReplyHost, WebhookReceiver
+from devtools.loopback.servers import write_self_signed
 from omnium.transports import TransportError
-from omnium.transports.webhook import file_headers_signed, retry_after, sign, verify_signature
+from omnium.transports.webhook import (
+    WebhookTransport,
+    file_headers_signed,
+    retry_after,
+    sign,
+    verify_signature,
+)
 
 from .kits import WEBHOOK_SECRET, feed_path
 
@@ -209,3 +218,58 @@ def test_headers_and_authentication_that_cannot_work_are_refused_plainly(webhook
         webhook_kit.transport(**config, credentials={**webhook_kit.credentials(), **credentials})
 
     assert refused.value.permanent
+
+
+@pytest.fixture
+def mutual_tls_receiver(tmp_path):
+    """An HTTPS receiver with a certificate of its own CA that asks every sender for a client
+    certificate signed by the client CA it was given."""
+    server_dir, client_dir = tmp_path / "server", tmp_path / "client"
+    server_dir.mkdir(), client_dir.mkdir()
+    server_ca = write_self_signed(server_dir)
+    client_cert = write_self_signed(client_dir, ("omnium-client.example",))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(server_dir / "tls.crt", server_dir / "tls.key")
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(cadata=client_cert)
+    receiver = WebhookReceiver(WEBHOOK_SECRET, tls=context).start()
+    yield SimpleNamespace(receiver=receiver, server_ca=server_ca, client_cert=client_cert,
+                          client_key=(client_dir / "tls.key").read_text())
+    receiver.stop()
+
+
+def test_mutual_tls_presents_our_client_certificate_to_a_receiver_of_its_own_ca(mutual_tls_receiver):
+    """Issue 33: a receiver that asks for a client certificate, with a CA of its own."""
+    tls = mutual_tls_receiver
+    transport = WebhookTransport({"url": tls.receiver.url, "ca_cert": tls.server_ca, "client_cert": tls.client_cert},
+                                 {"secret": WEBHOOK_SECRET, "client_key": tls.client_key})
+
+    transport.send(b'{"mtls": 1}', feed_path(), content_type="application/json", version=1, etag="e")
+
+    delivery = tls.receiver.deliveries[-1]
+    assert delivery.verified and delivery.body == b'{"mtls": 1}'
+    subject = dict(pair for part in delivery.client_certificate["subject"] for pair in part)
+    assert subject["commonName"] == "omnium test omnium-client.example"
+    transport.close()
+
+
+def test_without_the_client_certificate_or_the_receivers_ca_nothing_is_delivered(mutual_tls_receiver):
+    tls = mutual_tls_receiver
+    settings = [({"ca_cert": tls.server_ca}, {}, "webhook unreachable"),  # the receiver hangs up on us
+                ({"client_cert": tls.client_cert}, {"client_key": tls.client_key}, "certificate")]
+    for config, credentials, failure in settings:
+        transport = WebhookTransport({"url": tls.receiver.url, **config}, {"secret": WEBHOOK_SECRET, **credentials})
+        with pytest.raises(TransportError, match=failure):
+            transport.send(b"{}", feed_path(), content_type="application/json", version=2, etag="e")
+        transport.close()
+    assert tls.receiver.deliveries == []
+
+
+@pytest.mark.parametrize("config, credentials, refusal", [
+    ({"client_cert": "not a certificate"}, {"client_key": "x"}, "client_cert must be a PEM certificate"),
+    ({"client_cert": "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"}, {},
+     "needs both the client certificate and its private key"),
+])
+def test_a_client_certificate_that_cannot_work_is_refused_plainly(config, credentials, refusal):
+    with pytest.raises(TransportError, match=refusal):
+        WebhookTransport({"url": "https://127.0.0.1:9/feeds", **config}, {"secret": WEBHOOK_SECRET, **credentials})
