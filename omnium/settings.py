@@ -467,6 +467,8 @@ OMNIUM.update({
     "PULL_DATABASE_READS": _int("OMNIUM_PULL_DATABASE_READS", 4, minimum=1),
     # Clients, keys and entitlements are re-read on every change notice, and at least this often.
     "PULL_CATALOGUE_MAX_AGE_S": _positive_float("OMNIUM_PULL_CATALOGUE_MAX_AGE_S", 60.0),
+    # How often an API process writes when its pull keys were last used (one UPDATE for all).
+    "PULL_KEY_USE_WRITE_S": _positive_float("OMNIUM_PULL_KEY_USE_WRITE_S", 60.0),
     # Listen for change notices in a thread (off in tests that drive the catalogue by hand).
     # Requests per second per client, across all API processes.
     "PULL_CLIENT_RATE": _positive_float("OMNIUM_PULL_CLIENT_RATE", 200.0),

@@ -25,6 +25,24 @@ class DestinationInline(admin.TabularInline):
         return False
 
 
+class ApiKeyInline(admin.TabularInline):
+    """The client's pull keys at a glance: when each was made, last used and ends. Issued and
+    revoked on the keys' own pages (a key is shown once, when issued)."""
+
+    model = ApiKey
+    extra = 0
+    fields = ["lookup_id", "name", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    readonly_fields = fields
+    show_change_link = True
+    verbose_name_plural = "pull keys (issue a new one under API keys › Add)"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Client)
 class ClientAdmin(admin.ModelAdmin):
     list_display = ["name", "active", "transform", "include_version", "include_result_marks", "destination_count",
@@ -41,7 +59,7 @@ class ClientAdmin(admin.ModelAdmin):
                            "destinations, and to pull clients under a new ETag.",
         }),
     ]
-    inlines = [DestinationInline]
+    inlines = [DestinationInline, ApiKeyInline]
     actions = ["switch_on"]
 
     def get_queryset(self, request):
@@ -130,9 +148,19 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
 
 class ApiKeyForm(forms.ModelForm):
+    old_keys_expire_in_days = forms.IntegerField(
+        min_value=0, max_value=365, initial=7, required=False, label="Older keys expire in (days)",
+        help_text="The client's other working keys stop working this many days from now, the time it has to "
+                  "move to the new key (a key already ending sooner keeps its end). 0 or empty: they stay.")
+
     class Meta:
         model = ApiKey
-        fields = ["client", "name", "query_string_allowed"]
+        fields = ["client", "name", "query_string_allowed", "expires_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:  # chosen when a key is issued only
+            del self.fields["old_keys_expire_in_days"]
 
 
 @admin.register(ApiKey)
@@ -140,11 +168,13 @@ class ApiKeyAdmin(ShowIssuedKeyOnce, admin.ModelAdmin):
     """Keys are issued here and shown once, on the page after saving; never again."""
 
     form = ApiKeyForm
-    list_display = ["lookup_id", "client", "name", "query_string_allowed", "created_at", "revoked_at", "revoked_by"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter), "query_string_allowed", "client"]
+    list_display = ["lookup_id", "client", "name", "query_string_allowed", "created_at", "last_used_at", "expires_at",
+                    "revoked_at", "revoked_by"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter), ("expires_at", admin.EmptyFieldListFilter),
+                   "query_string_allowed", "client"]
     search_fields = ["lookup_id", "name", "client__name"]
     list_select_related = ["client", "revoked_by"]
-    readonly_fields = ["lookup_id", "created_at", "revoked_at", "revoked_by"]
+    readonly_fields = ["lookup_id", "created_at", "last_used_at", "revoked_at", "revoked_by"]
     actions = ["revoke"]
 
     def get_readonly_fields(self, request, key=None):

@@ -5,6 +5,8 @@ the key would travel back and forth in a cookie and sit in the browser's and pro
 The admin sends the page with `Cache-Control: no-store`; nothing else keeps the key.
 """
 
+from datetime import timedelta
+
 from django.template.response import TemplateResponse
 
 from omnium.clients.models import ApiKey
@@ -19,7 +21,9 @@ class ShowIssuedKeyOnce:
         if change:
             super().save_model(request, key, form, change)
             return
-        issued, plain = ApiKey.issue(key.client, key.name, query_string_allowed=key.query_string_allowed)
+        days = form.cleaned_data.get("old_keys_expire_in_days")
+        issued, plain = ApiKey.issue(key.client, key.name, old_keys_expire_in=timedelta(days=days) if days else None,
+                                     query_string_allowed=key.query_string_allowed, expires_at=key.expires_at)
         key.pk, key.lookup_id, key.key_hash = issued.pk, issued.lookup_id, issued.key_hash
         request.issued_api_key = plain  # read by response_add of this same request, then gone
 

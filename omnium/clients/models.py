@@ -1,9 +1,11 @@
 """Who gets what: clients, their destinations (one place we push to) and subscriptions."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from omnium.clients import address_policy_settings, file_names, system_destinations, transforms
@@ -225,7 +227,9 @@ class ApiKey(models.Model):
     """A secret key a client sends to pull files. Kept only as a hash, shown once when issued.
 
     A client may hold several active keys, so a new key can be rolled out before the old one
-    is revoked. A revoked key stops working on every API process within a second.
+    is revoked. A revoked key stops working on every API process within a second; an expired
+    one from its expiry on. Issuing a new key gives the client's older keys an expiry (7 days
+    unless chosen), the window in which the client moves to the new one.
     """
 
     client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="api_keys")
@@ -238,6 +242,10 @@ class ApiKey(models.Model):
         help_text="Legacy clients only: accept the key as ?key= in the address (scrubbed from logs).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="From then on the key is refused, as a revoked one. Empty: never.")
+    # When an API process last saw the key used, written at most once a minute per process.
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -250,16 +258,25 @@ class ApiKey(models.Model):
 
     @property
     def active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > timezone.now())
 
     @classmethod
-    def issue(cls, client: Client, name: str, **fields) -> tuple["ApiKey", str]:
-        """A new saved key and its plain text: the only time the plain text exists."""
+    def issue(cls, client: Client, name: str, old_keys_expire_in: timedelta | None = None,
+              **fields) -> tuple["ApiKey", str]:
+        """A new saved key and its plain text: the only time the plain text exists. With
+        `old_keys_expire_in`, the client's other working keys that expire later (or never)
+        expire that long from now."""
         from omnium.clients import key_format
 
         plain = key_format.new_key()
-        key = cls.objects.create(client=client, name=name, lookup_id=key_format.lookup_id(plain),
-                                 key_hash=key_format.digest(plain), **fields)
+        with transaction.atomic():
+            if old_keys_expire_in is not None:
+                ends = timezone.now() + old_keys_expire_in
+                cls.objects.filter(client=client, revoked_at__isnull=True).filter(
+                    models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=ends)).update(expires_at=ends)
+            # Saved after the update: its notice (post_save) tells the API processes of both.
+            key = cls.objects.create(client=client, name=name, lookup_id=key_format.lookup_id(plain),
+                                     key_hash=key_format.digest(plain), **fields)
         return key, plain
 
     def revoke(self, by=None) -> None:

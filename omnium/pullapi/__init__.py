@@ -19,7 +19,8 @@ A request's path, from the socket to the answer:
    PostgreSQL read per file (`database_reads`).
 6. `responses` → ETag/304, gzip as stored; errors as RFC 9457 problems (`problems`).
 
-Around it: `change_notices` (catalogue reloads within a second of a change),
+Around it: `change_notices` (catalogue reloads within a second of a change; its thread also
+writes when keys were last used, noted by `key_use`),
 `readiness` (`/healthz`, `/readyz` for load balancers), `pull_cache_destinations` and
 `pull_cache_upkeep` (the Redis destinations that fill the
 cache, kept by themselves; `tasks` runs their repair, `management/commands/ensure_pull_cache`

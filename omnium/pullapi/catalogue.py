@@ -46,6 +46,10 @@ class KnownKey:
     key_hash: str
     client: PullClient
     query_string_allowed: bool
+    expires_at: float | None = None  # time.time() from which it is refused; None: never
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
 
 @dataclass(frozen=True)
@@ -77,12 +81,13 @@ def load() -> Snapshot:
         entitlements.setdefault(client_id, {}).setdefault((games, feed_type), {})[filter] = Shape(*shape)
     clients: dict[int, PullClient] = {}
     keys = {}
-    for key_id, lookup_id, key_hash, allowed, client_id, name in ApiKey.objects.filter(
+    for key_id, lookup_id, key_hash, allowed, client_id, name, expires_at in ApiKey.objects.filter(
             revoked_at__isnull=True, client__active=True).values_list(
-            "id", "lookup_id", "key_hash", "query_string_allowed", "client_id", "client__name"):
+            "id", "lookup_id", "key_hash", "query_string_allowed", "client_id", "client__name", "expires_at"):
         client = clients.get(client_id) or PullClient(client_id, name, entitlements.get(client_id, {}))
         clients[client_id] = client
-        keys[lookup_id] = KnownKey(key_id, key_hash, client, allowed)
+        # An expired key is kept, refused at its expiry by each request (no reload needed then).
+        keys[lookup_id] = KnownKey(key_id, key_hash, client, allowed, expires_at and expires_at.timestamp())
     return Snapshot(keys=keys, definitions=definitions, loaded_at=time.monotonic())
 
 

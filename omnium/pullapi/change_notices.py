@@ -17,6 +17,7 @@ from django.db.models.signals import post_delete, post_save
 
 from omnium import redis_keys
 from omnium.conf import omnium_setting
+from omnium.pullapi import key_use
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.pull_redis import pull_redis
 
@@ -74,6 +75,7 @@ class Listener(threading.Thread):
                 message = pubsub.get_message(timeout=1.0)
                 if message is not None or holder.age_s() >= omnium_setting("PULL_CATALOGUE_MAX_AGE_S"):
                     self._reload()
+                key_use.write_if_due()
         finally:
             pubsub.close()
 

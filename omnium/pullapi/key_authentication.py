@@ -2,7 +2,7 @@
 
 `authenticate(request)` returns None when the request carries no key at all (so another
 authenticator, the staff session, may try), `(PullClient, KnownKey)` for a valid key, and
-raises AuthenticationFailed (401) for a key that is malformed, unknown, revoked or sent in
+raises AuthenticationFailed (401) for a key that is malformed, unknown, revoked, expired or sent in
 the address without permission. Keys come from `Authorization: Bearer …`, `X-Api-Key`, or,
 for keys flagged for legacy clients, the `key` query parameter. All of it is in memory.
 
@@ -10,11 +10,13 @@ A valid key is served before any failure count is consulted, so other people's f
 refuse it; failures are counted per (client address, key prefix) (`failed_keys`).
 """
 
+import time
+
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
 from omnium.clients import key_format
-from omnium.pullapi import failed_keys
+from omnium.pullapi import failed_keys, key_use
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.change_notices import ensure_current
 from omnium.pullapi.client_ip import client_ip
@@ -35,7 +37,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         known = _known_key(presented)
         if known is not None and (known.query_string_allowed or not in_query):
             return known.client, known
-        self._fail(meta, presented, "Unknown or revoked API key." if known is None else
+        self._fail(meta, presented, "Unknown, revoked or expired API key." if known is None else
                    "This key may not be sent in the address; send it in the Authorization header.")
 
     def authenticate_header(self, request):
@@ -57,12 +59,16 @@ def valid_header_key(meta):
 
 
 def _known_key(presented: str):
-    """The catalogue's entry for a valid key, or None (constant-time comparison)."""
+    """The catalogue's entry for a valid key (not expired), or None (constant-time comparison).
+    A valid key's use is noted for its last-used time (`key_use`)."""
     if not key_format.looks_like_key(presented):
         return None
     ensure_current()
     known = holder.snapshot.keys.get(key_format.lookup_id(presented))
-    return known if known is not None and key_format.matches(presented, known.key_hash) else None
+    if known is None or known.expired(time.time()) or not key_format.matches(presented, known.key_hash):
+        return None
+    key_use.note(known.key_id)
+    return known
 
 
 def _prefix(presented: str) -> str:

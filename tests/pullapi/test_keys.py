@@ -47,7 +47,7 @@ def test_unknown_or_malformed_key_gets_401(games, entitle, http, presented):
     entitle("acme", games, "medals")
     response = http.get(f"/v1/feeds/{games.code}/medals", HTTP_X_API_KEY=presented)
     assert response.status_code == 401
-    assert "Unknown or revoked" in problem(response)["detail"]
+    assert "Unknown, revoked or expired" in problem(response)["detail"]
 
 
 def test_key_differing_only_in_its_secret_part_gets_401(games, entitle, http):
