@@ -177,7 +177,8 @@ def test_an_invalid_slack_url_stops_the_process_at_start_with_a_clear_message():
 def test_switching_off_in_the_admin_records_who_when_and_why(admin_client, admin_user):
     client = Client.objects.create(name="Switchable")
     form = {"name": "Switchable", "switched_off_reason": "contract ended", "transform": client.transform,
-            "destinations-TOTAL_FORMS": 0, "destinations-INITIAL_FORMS": 0}
+            "destinations-TOTAL_FORMS": 0, "destinations-INITIAL_FORMS": 0,
+            "api_keys-TOTAL_FORMS": 0, "api_keys-INITIAL_FORMS": 0}  # the page's two inlines, as a browser sends them
 
     admin_client.post(f"/admin/clients/client/{client.pk}/change/", form)  # "active" left unticked
 
