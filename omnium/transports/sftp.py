@@ -44,6 +44,11 @@ def _host_key_problem(text: str) -> str | None:
     return None
 
 
+def _file_mode_problem(text: str) -> str | None:
+    ok = len(text) in (3, 4) and all(char in "01234567" for char in text)
+    return None if ok else "must be an octal mode such as 644 or 0640"
+
+
 def sha256_fingerprint(key: paramiko.PKey) -> str:
     """The fingerprint as ``ssh-keygen -lf`` and ssh's prompts print it: ``SHA256:`` and the
     digest in base64 without its "=" padding."""
@@ -109,6 +114,9 @@ class SFTPTransport(Transport):
                             help="The server's public host key ('ssh-ed25519 AAAA…'): use \"Fetch host key\" "
                                  "and confirm its fingerprint with the server's owner."),
         "directory": Setting(str, default="", help="Folder files go to; empty for the login folder."),
+        "file_mode": Setting(str, check=_file_mode_problem,
+                             help="Permissions each file gets (octal, e.g. 644), set before it takes its final "
+                                  "name; empty: the server's default."),
     }
     credentials_bound_to = ("host", "port", "username", "host_key")
     credentials_schema = {
@@ -154,7 +162,8 @@ class SFTPTransport(Transport):
         folder = posixpath.dirname(final)
         if self._stale.due(folder):
             _remove_stale_temporaries(sftp, folder, self._stale)
-        _put_in_place(sftp, body, final, deadline)
+        mode = int(self.config["file_mode"], 8) if self.config.get("file_mode") else None
+        _put_in_place(sftp, body, final, deadline, mode)
         size = sftp.stat(final).st_size
         return Receipt(f"size={size} path={final}", remote_bytes=size)
 
@@ -253,11 +262,15 @@ class SFTPTransport(Transport):
                              reason=Reason.INVALID_SETTINGS)
 
 
-def _put_in_place(sftp: paramiko.SFTPClient, body: bytes, final: str, deadline: Deadline) -> None:
-    """Upload under a temporary name, then rename it over ``final``."""
+def _put_in_place(sftp: paramiko.SFTPClient, body: bytes, final: str, deadline: Deadline,
+                  mode: int | None = None) -> None:
+    """Upload under a temporary name (its permissions set to ``mode`` if given, so the file
+    appears under its final name with them), then rename it over ``final``."""
     temporary = temporary_name(final)
     try:
         _upload(sftp, body, temporary)
+        if mode is not None:
+            sftp.chmod(temporary, mode)
         deadline.before_commit("sftp")
         _replace(sftp, temporary, final)
     except Exception:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import threading
 import time
 
@@ -115,3 +116,19 @@ def test_next_connection_removes_the_temporary_file_a_cut_send_left(sftp_kit, sf
     assert not left_by_the_cut.exists()
     assert sorted(p.name for p in final.parent.iterdir()) == sorted(["medals.json", *(f.name for f in kept.values())])
     assert final.read_bytes() == b'{"n": 2}'
+
+
+@pytest.mark.parametrize("mode", ["640", "0604"])
+def test_a_chosen_file_mode_is_the_files_from_its_first_moment(sftp_kit, sftp_server, mode):
+    """Issue 33: some servers want a file mode after upload. It is set on the temporary file,
+    so the file never shows under its final name with other permissions."""
+    path = feed_path()
+
+    sftp_kit.send(sftp_kit.transport(file_mode=mode), b'{"mode": 1}', path)
+
+    assert stat.S_IMODE((sftp_server.root / path).stat().st_mode) == int(mode, 8)
+
+
+def test_a_file_mode_that_is_not_octal_is_refused_plainly(sftp_kit):
+    with pytest.raises(TransportError, match="file_mode must be an octal mode such as 644"):
+        sftp_kit.transport(file_mode="rw-r--r--")
