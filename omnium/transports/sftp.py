@@ -113,12 +113,15 @@ class SFTPTransport(Transport):
         "host_key": Setting(str, required=True, check=_host_key_problem, multiline=True,
                             help="The server's public host key ('ssh-ed25519 AAAA…'): use \"Fetch host key\" "
                                  "and confirm its fingerprint with the server's owner."),
+        "next_host_key": Setting(str, check=_host_key_problem, multiline=True,
+                                 help="While the server rotates its host key: the new key, confirmed like the "
+                                      "first. Either is accepted; remove the old one once the server has moved."),
         "directory": Setting(str, default="", help="Folder files go to; empty for the login folder."),
         "file_mode": Setting(str, check=_file_mode_problem,
                              help="Permissions each file gets (octal, e.g. 644), set before it takes its final "
                                   "name; empty: the server's default."),
     }
-    credentials_bound_to = ("host", "port", "username", "host_key")
+    credentials_bound_to = ("host", "port", "username", "host_key", "next_host_key")
     credentials_schema = {
         "password": Setting(str, help="Password, if the server takes one."),
         "private_key": Setting(str, multiline=True, help="Private key (OpenSSH or PEM): Ed25519, ECDSA or RSA."),
@@ -218,10 +221,22 @@ class SFTPTransport(Transport):
         return self._log_in(sock, deadline)
 
     def _log_in(self, sock: socket.socket, deadline: Deadline) -> paramiko.SSHClient:
-        """Key exchange on ``sock``, the pinned host key checked, then the login."""
+        """Key exchange on ``sock`` with the pinned host key, then the login. With a second key
+        pinned (a rotation), a server that does not offer the first is asked again, on a new
+        connection, for the second: paramiko asks a server for the type of one known key."""
+        next_key = self.config.get("next_host_key")
+        try:
+            return self._log_in_pinning(sock, deadline, self.config["host_key"])
+        except TransportError as refused:
+            if not next_key or refused.reason != Reason.HOST_KEY_CHANGED:
+                raise
+        sock = _open_socket(self.config["host"], self.config["port"], deadline, self.config["connect_timeout"])
+        return self._log_in_pinning(sock, deadline, next_key)
+
+    def _log_in_pinning(self, sock: socket.socket, deadline: Deadline, host_key: str) -> paramiko.SSHClient:
         client = paramiko.SSHClient()
         host, port = self.config["host"], self.config["port"]
-        pinned = parse_host_key(self.config["host_key"])
+        pinned = parse_host_key(host_key)
         known_as = host if port == 22 else f"[{host}]:{port}"
         client.get_host_keys().add(known_as, pinned.get_name(), pinned)
         client.set_missing_host_key_policy(_RefuseUnknownHostKey())

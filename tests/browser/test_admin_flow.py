@@ -176,3 +176,24 @@ def test_the_api_reference_draws_from_our_own_origin_within_the_content_security
     assert "script-src 'self'" in answer.headers["content-security-policy"]
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("Omnium pull API")
     expect(page.locator(".opblock-summary-path", has_text="/v1/medals/{games}")).to_be_visible()
+
+
+def test_a_server_rotating_its_host_key_gets_the_new_key_pinned_beside_the_old(
+        sftp_server, live_server, admin_user, browser_page, delivery_worker):
+    """Issue 33: the offered key differs from the pinned one; the person pins it as the next
+    key, and the old one stays until they remove it."""
+    page = browser_page
+    log_in(page, live_server, admin_user)
+    add_client(page, live_server, "Rotator")
+    page.goto(f"{live_server.url}/admin/clients/destination/add/")
+    page.select_option("#id_kind", value="sftp")
+    fill_sftp_settings(page, sftp_server, sftp_server.root)
+    old_key = servers.other_host_keys()["changed"]
+    page.fill("#id_sftp__host_key", old_key)
+
+    page.click("#fetch-host-key")
+    expect(page.locator("#host-key-offer")).to_contain_text("The server's key has changed")
+    page.click("#confirm-next-host-key")
+
+    expect(page.locator("#id_sftp__next_host_key")).to_have_value(sftp_server.host_key.strip())
+    expect(page.locator("#id_sftp__host_key")).to_have_value(old_key)

@@ -132,3 +132,21 @@ def test_a_chosen_file_mode_is_the_files_from_its_first_moment(sftp_kit, sftp_se
 def test_a_file_mode_that_is_not_octal_is_refused_plainly(sftp_kit):
     with pytest.raises(TransportError, match="file_mode must be an octal mode such as 644"):
         sftp_kit.transport(file_mode="rw-r--r--")
+
+
+def test_while_the_server_rotates_its_host_key_either_pinned_key_is_accepted(sftp_kit, sftp_server):
+    """Issue 33: two keys pinned at once, the new one confirmed before the old is dropped."""
+    real, other = sftp_server.host_key.strip(), other_host_keys()
+    moved_on = sftp_kit.transport(host_key=other["changed"], next_host_key=real)  # the server has the new key
+    not_yet = sftp_kit.transport(host_key=real, next_host_key=other["unknown"])  # still the old one
+    path = feed_path()
+
+    sftp_kit.send(moved_on, b'{"rotated": 1}', path)
+    assert sftp_kit.read_back(path) == b'{"rotated": 1}'
+    sftp_kit.send(not_yet, b'{"rotated": 2}', path)
+    assert sftp_kit.read_back(path) == b'{"rotated": 2}'
+
+    neither = sftp_kit.transport(host_key=other["changed"], next_host_key=other["unknown"])
+    with pytest.raises(TransportError, match="host key") as refused:
+        sftp_kit.send(neither, b"{}", feed_path())
+    assert refused.value.permanent

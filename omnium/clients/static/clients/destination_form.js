@@ -68,6 +68,18 @@
       confirm.remove();
     });
     offer.appendChild(confirm);
+    // A server rotating its key: pin the new one beside the old, both accepted until one goes.
+    const nextKey = document.getElementById("id_sftp__next_host_key");
+    if (!found.changed || !nextKey) { return; }
+    const beside = document.createElement("button");
+    beside.type = "button"; beside.className = "button"; beside.id = "confirm-next-host-key";
+    beside.textContent = "Confirm and pin as the next key (both accepted)";
+    beside.addEventListener("click", function () {
+      nextKey.value = found.key;
+      note.textContent = "Pinned " + found.fingerprint + " beside the current key: save the destination to keep it.";
+      confirm.remove(); beside.remove();
+    });
+    offer.appendChild(beside);
   }
 
   fetchButton.addEventListener("click", function () {
