@@ -189,3 +189,19 @@ def test_switching_off_in_the_admin_records_who_when_and_why(admin_client, admin
     admin_client.post(f"/admin/clients/client/{client.pk}/change/", {**form, "active": "on"})
     client.refresh_from_db()
     assert (client.active, client.switched_off_reason, client.switched_off_by) == (True, "", None)
+
+
+def test_the_overview_shows_the_recent_events_newest_first_with_their_destination(small_games, subscribe, receiver,
+                                                                                  admin_client, clean_redis):
+    """The health events (recoveries, alerts, refusals, operators' controls) were written and
+    only tests read them; the overview now lists the newest, in words."""
+    destination = subscribe(small_games, webhook_settings(receiver.url))
+    control.pause(destination.pk, "client's maintenance")
+    control.resume(destination.pk)
+
+    page = admin_client.get("/admin/delivery/status/").content.decode()
+
+    events = page[page.index('id="recent-events"'):]
+    assert events.index("resumed") < events.index("paused"), "newest first"
+    assert f"{destination.client.name}</a>: {destination.name}" in events
+    assert "client&#x27;s maintenance" in events

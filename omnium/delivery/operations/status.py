@@ -6,7 +6,7 @@ age, and if it is behind, why.
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.core.paginator import Paginator
 from django.db.models import BooleanField, Case, Count, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery, Value, When
@@ -23,6 +23,13 @@ from omnium.safe_errors import plain_and_technical
 from omnium.transports import registry as transport_registry
 
 PAGE_SIZE = 100
+RECENT_EVENTS = 30
+# What each health event says on the overview, in words.
+EVENT_WORDS = {
+    "alert_opened": "alert opened", "alert_resolved": "alert resolved", "attempt_abandoned": "send abandoned",
+    "dead_lettered": "refused (dead letter)", "paused": "paused", "recovered": "recovered", "resend": "resend asked",
+    "resumed": "resumed", "retry_now": "retry asked", "failed": "send failed",
+}
 STATE_FILTERS = ("failing", "behind", "paused", "backing_off", "off", "running")
 
 
@@ -180,7 +187,22 @@ def overview(state: str = "", client_id: str = "", kind: str = "", page: str = "
         "chosen": {"state": state, "client": client_id, "kind": kind},
         "clients": Client.objects.order_by("name").values_list("pk", "name"),
         "kinds": transport_registry.choices(), "state_filters": STATE_FILTERS,
+        "recent_events": recent_events(),
     }
+
+
+def recent_events(limit: int = RECENT_EVENTS) -> list[dict]:
+    """The newest health events (recoveries, alerts, refusals, operators' controls), in words
+    and with their destination, newest first; none while Redis is away."""
+    events = health.read_events(limit)
+    ids = {event.get("destination") for event in events} - {None}
+    destinations = Destination.objects.select_related("client").in_bulk(ids)
+    return [{"at": datetime.fromtimestamp(event["at"], tz=UTC),
+             "what": EVENT_WORDS.get(event["kind"], event["kind"].replace("_", " ")),
+             "destination": destinations.get(event.get("destination")),
+             "detail": " ".join(f"{name}: {value}" for name, value in event.items()
+                                if name not in ("at", "kind", "destination") and value not in ("", None))}
+            for event in events]
 
 
 def client_status(client: Client) -> list[DestinationStatus]:
