@@ -29,7 +29,9 @@ def form_field(setting: Setting, *, label: str, maximum: float | None = None) ->
                "initial": setting.default, "validators": [_checked(setting)] if setting.check else []}
     highest = _lower(setting.maximum, maximum)
     if setting.choices:
-        return forms.ChoiceField(choices=[(c, c) for c in setting.choices], **options)
+        # An optional choice without a default starts empty: nothing is sent unless chosen.
+        blank = [("", "—")] if not setting.required and setting.default is None else []
+        return forms.ChoiceField(choices=blank + [(c, c) for c in setting.choices], **options)
     if setting.kind is bool:
         return forms.BooleanField(**options)
     if setting.kind is int:

@@ -46,6 +46,13 @@ def _http_url(value: str) -> str | None:
     return userinfo_problem(value)
 
 
+STORAGE_CLASSES = ("STANDARD", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "REDUCED_REDUNDANCY")
+CANNED_ACLS = ("private", "bucket-owner-full-control", "bucket-owner-read", "public-read", "authenticated-read")
+# Settings that become put_object parameters, as the AWS API names them, when set.
+OBJECT_SETTINGS = {"cache_control": "CacheControl", "storage_class": "StorageClass", "acl": "ACL",
+                   "server_side_encryption": "ServerSideEncryption", "kms_key_id": "SSEKMSKeyId"}
+
+
 class S3Transport(Transport):
     """One PUT per file. A PUT is atomic on S3 (readers get the old object or the new one),
     so unlike SFTP and FTP there is no temporary name to rename."""
@@ -60,6 +67,16 @@ class S3Transport(Transport):
         "prefix": Setting(str, default="", help="Key prefix (folder) inside the bucket."),
         "addressing_style": Setting(str, default="auto", choices=("auto", "path", "virtual"),
                                     help="'path' for most S3-compatible servers."),
+        # What a bucket owned by the client may require of each object.
+        "cache_control": Setting(str, help="Cache-Control of each object, e.g. 'max-age=5' (empty: none)."),
+        "storage_class": Setting(str, choices=STORAGE_CLASSES, help="Storage class of each object (empty: the "
+                                                                    "bucket's default, STANDARD)."),
+        "acl": Setting(str, choices=CANNED_ACLS, help="Canned ACL of each object, e.g. bucket-owner-full-control "
+                                                      "for a bucket of another account (empty: none sent)."),
+        "server_side_encryption": Setting(str, choices=("AES256", "aws:kms"),
+                                          help="Encryption at rest the bucket requires: AES256 (SSE-S3) or aws:kms "
+                                               "(SSE-KMS, with the key below; empty: the bucket's default)."),
+        "kms_key_id": Setting(str, help="SSE-KMS: the KMS key id or ARN (empty: the account's aws/s3 key)."),
     }
     credentials_bound_to = ("endpoint_url", "bucket")
     credentials_schema = {
@@ -82,6 +99,11 @@ class S3Transport(Transport):
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
         self._client = None
+        if self.config.get("kms_key_id") and self.config.get("server_side_encryption") != "aws:kms":
+            raise TransportError("s3: kms_key_id is for server_side_encryption aws:kms", permanent=True,
+                                 reason=Reason.INVALID_SETTINGS)
+        self._object_options = {parameter: self.config[name] for name, parameter in OBJECT_SETTINGS.items()
+                                if self.config.get(name)}
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         key = join_remote(self.config["prefix"].strip("/"), file.path)
@@ -115,6 +137,7 @@ class S3Transport(Transport):
                 # mismatch, so a 200 proves it holds exactly our body.
                 ContentMD5=base64.b64encode(hashlib.md5(file.body).digest()).decode(),
                 Metadata={"omnium-version": str(file.version), "omnium-etag": file.etag},
+                **self._object_options,
             )
 
     def _failure(self, exc: BaseException) -> TransportError:

@@ -225,3 +225,17 @@ def test_the_same_secret_typed_again_or_a_new_url_starts_no_overlap(admin_client
     admin_client.post(change, {**form, "webhook__url": "https://hooks.example.com/g", "webhook__cred__secret": NEW_SECRET})
     assert Destination.objects.get(pk=destination.pk).credentials == {"secret": NEW_SECRET}, \
         "an old secret never follows a destination to a new address"
+
+
+def test_an_optional_choice_starts_empty_so_nothing_is_sent_unless_chosen(admin_client, client_row):
+    """An S3 destination saved without touching its ACL or encryption sends neither (a bucket
+    with ACLs disabled refuses any ACL)."""
+    page = admin_client.get("/admin/clients/destination/add/").content.decode()
+    acl = page[page.index('name="s3__acl"'):]
+    assert acl[:acl.index("</select>")].count("selected") == 1 and '<option value="" selected>' in acl
+
+    form = {"client": client_row.pk, "name": "bucket", "kind": "s3", "s3__bucket": "feeds", "s3__acl": "",
+            "s3__cred__access_key": "AKIA", "s3__cred__secret_key": "secret", "enabled": "on", "fast_retries": "5",
+            "fence_reason": "", "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    assert admin_client.post("/admin/clients/destination/add/", form).status_code == 302
+    assert "acl" not in Destination.objects.get(name="bucket").config

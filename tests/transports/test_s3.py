@@ -62,3 +62,26 @@ def test_frozen_server_fails_within_deadline_and_the_transport_recovers(s3_kit, 
     path = feed_path()
     s3_kit.send(transport, b'{"after": "thaw"}', path)
     assert s3_kit.read_back(path) == b'{"after": "thaw"}'
+
+
+def test_a_clients_bucket_gets_the_object_settings_it_requires(s3_kit, s3_server):
+    """Issue 33: buckets owned by the client often require a Cache-Control, a storage class, a
+    canned ACL for the bucket's owner and encryption at rest."""
+    path = feed_path()
+    transport = s3_kit.transport(cache_control="max-age=5", storage_class="STANDARD_IA",
+                                 acl="bucket-owner-full-control", server_side_encryption="AES256")
+
+    s3_kit.send(transport, b'{"owned": 1}', path)
+
+    head = s3_kit.reader.head_object(Bucket=s3_server.bucket, Key=f"{s3_kit.prefix}/{path}")
+    assert head["CacheControl"] == "max-age=5"
+    assert head.get("StorageClass") == "STANDARD_IA"
+    assert head.get("ServerSideEncryption") == "AES256"
+    assert s3_kit.read_back(path) == b'{"owned": 1}'
+
+
+def test_object_settings_that_cannot_work_are_refused_plainly(s3_kit):
+    with pytest.raises(TransportError, match="storage_class must be one of"):
+        s3_kit.transport(storage_class="COLD")
+    with pytest.raises(TransportError, match="kms_key_id is for server_side_encryption aws:kms"):
+        s3_kit.transport(kms_key_id="alias/feeds")
