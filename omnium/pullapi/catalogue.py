@@ -48,8 +48,9 @@ class KnownKey:
     query_string_allowed: bool
     expires_at: float | None = None  # time.time() from which it is refused; None: never
 
-    def expired(self, now: float) -> bool:
-        return self.expires_at is not None and now >= self.expires_at
+    def expired(self) -> bool:
+        """Asked on every keyed request: the clock is read only for a key that has an expiry."""
+        return self.expires_at is not None and time.time() >= self.expires_at
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,11 @@ TIMEOUT_SETTINGS: Schema = {
 }
 
 
+def pem_certificate_problem(value: str) -> str | None:
+    """A ``check`` for settings holding a PEM certificate (a CA to trust, a client certificate)."""
+    return None if "-----BEGIN CERTIFICATE-----" in value else "must be a PEM certificate"
+
+
 def validate(schema: Schema, values: Any) -> list[str]:
     """Every problem with ``values`` against ``schema`` as a sentence; empty when valid."""
     if not isinstance(values, dict):

@@ -18,6 +18,7 @@ from .base import (
     Transport,
     TransportError,
     join_remote,
+    pem_certificate_problem,
     temporary_name,
     with_defaults,
 )
@@ -26,10 +27,6 @@ from .probes import ProbeSteps, probe_file_name
 from .stale_temporaries import StaleTemporaries
 
 PROBE_BODY = b"omnium connection test: safe to delete\n"
-
-
-def _pem_problem(value: str) -> str | None:
-    return None if "-----BEGIN CERTIFICATE-----" in value else "must be a PEM certificate"
 
 
 class FTPTransport(Transport):
@@ -45,7 +42,7 @@ class FTPTransport(Transport):
         "username": Setting(str, required=True, help="The account we log in as."),
         "directory": Setting(str, default="", help="Folder files go to; empty for the login folder."),
         "tls": Setting(bool, default=False, help="FTPS: encrypt with explicit TLS (AUTH TLS)."),
-        "ca_cert": Setting(str, check=_pem_problem, multiline=True,
+        "ca_cert": Setting(str, check=pem_certificate_problem, multiline=True,
                            help="PEM certificate of a CA to trust instead of the system's (FTPS only)."),
         "passive": Setting(bool, default=True, help="Passive mode: we open the data connections."),
     }

@@ -19,7 +19,17 @@ from urllib.parse import urlsplit
 import certifi
 import urllib3
 
-from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, with_defaults
+from .base import (
+    TIMEOUT_SETTINGS,
+    Deadline,
+    FeedFile,
+    Receipt,
+    Setting,
+    Transport,
+    TransportError,
+    pem_certificate_problem,
+    with_defaults,
+)
 from .failures import Reason, reason_of_os_error
 from .http_replies import whole_replies_pool
 from .probes import ProbeSteps
@@ -83,10 +93,6 @@ def _headers_problem(text: str) -> str | None:
 
 def _token_problem(token: str) -> str | None:
     return "must be one line without spaces" if not token.isprintable() or " " in token.strip() else None
-
-
-def _certificate_problem(value: str) -> str | None:
-    return None if "-----BEGIN CERTIFICATE-----" in value else "must be a PEM certificate"
 
 
 def _private_key_problem(value: str) -> str | None:
@@ -190,9 +196,9 @@ class WebhookTransport(Transport):
                                 "Put secret ones under the credentials."),
         "basic_username": Setting(str, help="HTTP Basic authentication: the user name (its password under the "
                                             "credentials)."),
-        "ca_cert": Setting(str, check=_certificate_problem, multiline=True,
+        "ca_cert": Setting(str, check=pem_certificate_problem, multiline=True,
                            help="PEM certificate of a CA to trust for the receiver instead of the public ones."),
-        "client_cert": Setting(str, check=_certificate_problem, multiline=True,
+        "client_cert": Setting(str, check=pem_certificate_problem, multiline=True,
                                help="Mutual TLS: our PEM certificate (chain) that the receiver asks for; its "
                                     "private key under the credentials."),
         "secret_overlap_hours": Setting(int, default=24, minimum=0, maximum=24 * 30,

@@ -31,6 +31,12 @@ def _sftp_form(client_row, **changes) -> dict:
     return {**form, **changes}
 
 
+def _webhook_form(client_row, **changes) -> dict:
+    return {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
+            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
+            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0", **changes}
+
+
 def test_choosing_a_kind_shows_its_settings_as_typed_fields(admin_client):
     page = admin_client.get("/admin/clients/destination/add/").content.decode()
 
@@ -130,9 +136,7 @@ def test_pointing_a_destination_elsewhere_asks_for_its_credentials_again(admin_c
 
 
 def test_a_webhook_pointed_at_a_new_url_needs_its_secret_typed_again(admin_client, client_row):
-    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
-            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
-            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    form = _webhook_form(client_row)
     admin_client.post("/admin/clients/destination/add/", form)
     destination = Destination.objects.get(name="hook")
 
@@ -170,9 +174,7 @@ def test_the_change_page_fills_the_typed_fields_from_the_stored_json(admin_clien
 
 
 def test_a_webhook_destination_takes_its_secret_from_the_typed_field(admin_client, client_row):
-    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
-            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
-            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    form = _webhook_form(client_row)
 
     assert admin_client.post("/admin/clients/destination/add/", form).status_code == 302
     assert Destination.objects.get(name="hook").credentials == {"secret": WEBHOOK_SECRET}
@@ -186,10 +188,7 @@ def test_typing_a_new_webhook_secret_keeps_the_old_one_signing_for_the_overlap(
         admin_client, client_row, overlap_hours, kept):
     """Issue 33: a secret rotated in the admin; the receiver has the overlap (24 h unless set)
     to move to the new one, and no file fails verification meanwhile."""
-    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
-            "webhook__cred__secret": WEBHOOK_SECRET, "webhook__secret_overlap_hours": overlap_hours,
-            "enabled": "on", "fast_retries": "5", "fence_reason": "",
-            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    form = _webhook_form(client_row, webhook__secret_overlap_hours=overlap_hours)
     admin_client.post("/admin/clients/destination/add/", form)
     destination = Destination.objects.get(name="hook")
 
@@ -212,9 +211,7 @@ def test_typing_a_new_webhook_secret_keeps_the_old_one_signing_for_the_overlap(
 
 
 def test_the_same_secret_typed_again_or_a_new_url_starts_no_overlap(admin_client, client_row):
-    form = {"client": client_row.pk, "name": "hook", "kind": "webhook", "webhook__url": "https://hooks.example.com/f",
-            "webhook__cred__secret": WEBHOOK_SECRET, "enabled": "on", "fast_retries": "5", "fence_reason": "",
-            "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
+    form = _webhook_form(client_row)
     admin_client.post("/admin/clients/destination/add/", form)
     destination = Destination.objects.get(name="hook")
     change = f"/admin/clients/destination/{destination.pk}/change/"

@@ -59,27 +59,25 @@
       : (found.pinned_fingerprint ? "This is the key pinned now." : "Compare the fingerprint with the one the server's owner gives you.");
     offer.appendChild(note);
     if (found.pinned_fingerprint && !found.changed) { return; }
-    const confirm = document.createElement("button");
-    confirm.type = "button"; confirm.className = "button"; confirm.id = "confirm-host-key";
-    confirm.textContent = "Confirm and pin this key";
-    confirm.addEventListener("click", function () {
-      hostKey.value = found.key;
-      note.textContent = "Pinned " + found.fingerprint + ": save the destination to keep it.";
-      confirm.remove();
-    });
-    offer.appendChild(confirm);
+    const pinButtons = [];
+    function pinButton(id, text, field, pinned) {
+      const made = document.createElement("button");
+      made.type = "button"; made.className = "button"; made.id = id; made.textContent = text;
+      made.addEventListener("click", function () {
+        field.value = found.key;
+        note.textContent = "Pinned " + found.fingerprint + pinned + ": save the destination to keep it.";
+        pinButtons.forEach(function (each) { each.remove(); });
+      });
+      pinButtons.push(made);
+      offer.appendChild(made);
+    }
+    pinButton("confirm-host-key", "Confirm and pin this key", hostKey, "");
     // A server rotating its key: pin the new one beside the old, both accepted until one goes.
     const nextKey = document.getElementById("id_sftp__next_host_key");
-    if (!found.changed || !nextKey) { return; }
-    const beside = document.createElement("button");
-    beside.type = "button"; beside.className = "button"; beside.id = "confirm-next-host-key";
-    beside.textContent = "Confirm and pin as the next key (both accepted)";
-    beside.addEventListener("click", function () {
-      nextKey.value = found.key;
-      note.textContent = "Pinned " + found.fingerprint + " beside the current key: save the destination to keep it.";
-      confirm.remove(); beside.remove();
-    });
-    offer.appendChild(beside);
+    if (found.changed && nextKey) {
+      pinButton("confirm-next-host-key", "Confirm and pin as the next key (both accepted)", nextKey,
+                " beside the current key");
+    }
   }
 
   fetchButton.addEventListener("click", function () {
