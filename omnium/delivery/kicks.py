@@ -137,7 +137,8 @@ def _taken_by_the_broker(channel) -> None:
     handles a channel's methods in order and routes each publish as it takes it, so its
     answer comes after every publish before it. So a kick_all that returned has its kicks in
     their queues (a new destination's too: a purge right after it, as in a test, once raced
-    a kick still on its way and left it behind), and a connection the broker had just closed
+    a kick still on its way and left it behind; a passive declare's message count may still
+    miss them, as the queue answers that ahead of its waiting work), and a connection the broker had just closed
     raises here, and the caller tries again, instead of losing kicks without an error."""
     channel.basic_qos(0, 0, False)
 
