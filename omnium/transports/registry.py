@@ -3,6 +3,7 @@ mapping gives the destination model its ``choices``."""
 
 from __future__ import annotations
 
+from .amqp import AMQPTransport
 from .base import Transport, TransportError
 from .ftp import FTPTransport
 from .redis import RedisTransport
@@ -16,6 +17,7 @@ TRANSPORTS: dict[str, type[Transport]] = {
     "ftp": FTPTransport,
     "webhook": WebhookTransport,
     "redis": RedisTransport,
+    "amqp": AMQPTransport,
 }
 
 

@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import pytest
 import redis
+from django.conf import settings
 
+from devtools import broker
 from devtools.loopback import hosts, servers
-from tests.transports.kits import REDIS_TEST_URL, WEBHOOK_SECRET, FTPKit, RedisKit, S3Kit, SFTPKit, WebhookKit
+from tests import child_processes
+from tests.transports.kits import (
+    REDIS_TEST_URL,
+    WEBHOOK_SECRET,
+    AMQPKit,
+    FTPKit,
+    RedisKit,
+    S3Kit,
+    SFTPKit,
+    WebhookKit,
+)
 
-KINDS = ["s3", "sftp", "ftp", "webhook", "redis"]
+KINDS = ["s3", "sftp", "ftp", "webhook", "redis", "amqp"]
 # Trickling hosts send a byte this often: well below the 1 s connect and read timeouts the
 # deadline tests set, so that only the whole-send deadline can stop them.
 TRICKLE_S = 0.25
@@ -58,6 +70,15 @@ def redis_db():
     client.close()
 
 
+@pytest.fixture(scope="session")
+def amqp_broker():
+    """A client's AMQP broker: a vhost of its own on the machine's RabbitMQ, deleted after the session."""
+    url = broker.fresh_vhost_per_run(settings.CELERY_BROKER_MANAGEMENT_URL, settings.CELERY_BROKER_URL,
+                                     f"{child_processes.database_of_this_run()}-amqp-destination")
+    yield url
+    broker.delete_vhost(settings.CELERY_BROKER_MANAGEMENT_URL, url)
+
+
 @pytest.fixture
 def silent_host():
     host = hosts.SilentHost()
@@ -104,6 +125,11 @@ def webhook_kit(webhook_receiver):
 @pytest.fixture
 def redis_kit(redis_db):
     yield from _kit(RedisKit())
+
+
+@pytest.fixture
+def amqp_kit(amqp_broker):
+    yield from _kit(AMQPKit(amqp_broker))
 
 
 def _kit(kit):

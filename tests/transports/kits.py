@@ -13,7 +13,9 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
 
+import amqp
 import boto3
 import redis as redis_client
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -242,6 +244,76 @@ class RedisKit(Kit):
     def close(self):
         super().close()
         self.reader.close()
+
+
+class AMQPKit(Kit):
+    """The machine's RabbitMQ, in a vhost of its own: a topic exchange of the client's, and a
+    queue bound to it for every routing key, which read_back drains."""
+
+    kind = "amqp"
+    # RabbitMQ answers a client's protocol header with connection.start, a method frame on channel 0.
+    first_line, after_request = b"\x01\x00\x00\x00\x00\x01\xf4\x00\x0a\x00\x0a", True
+    exchange, queue = "omnium-test-feeds", "omnium-test-received"
+
+    def __init__(self, broker_url: str):
+        super().__init__()
+        parts = urlsplit(broker_url)
+        self.vhost, self.port = unquote(parts.path[1:]), parts.port or 5672
+        self.username, self.password = unquote(parts.username), unquote(parts.password)
+        self._received: dict[str, tuple[int, bytes]] = {}
+        self._lock = threading.Lock()
+        self._reader = self.connect()
+        self.channel = self._reader.channel()
+        self.channel.exchange_declare(self.exchange, "topic", durable=True, auto_delete=False)
+        self.channel.queue_declare(self.queue, durable=True, auto_delete=False)
+        self.channel.queue_bind(self.queue, self.exchange, "#")
+
+    def connect(self) -> amqp.Connection:
+        """A connection of our own to the kit's vhost (not through the transport)."""
+        connection = amqp.Connection(f"{LOOPBACK}:{self.port}", userid=self.username, password=self.password,
+                                     virtual_host=self.vhost)
+        connection.connect()
+        return connection
+
+    def url(self, port: int | None = None, scheme: str = "amqp") -> str:
+        return f"{scheme}://{LOOPBACK}:{port or self.port}/{quote(self.vhost, safe='')}"
+
+    def config(self):
+        return {"url": self.url(), "exchange": self.exchange}
+
+    def credentials(self):
+        return {"username": self.username, "password": self.password}
+
+    def bad_credentials(self):
+        return {"username": self.username, "password": "not-the-password"}
+
+    def aimed_at(self, port):
+        return {"url": self.url(port)}
+
+    def messages(self) -> list[amqp.Message]:
+        """The messages waiting in the kit's queue, taken off it (each also kept for read_back)."""
+        taken = []
+        with self._lock:
+            while (message := self.channel.basic_get(self.queue, no_ack=True)) is not None:
+                taken.append(message)
+                path, version = message.headers["omnium-path"], message.headers["omnium-version"]
+                if version >= self._received.get(path, (0, b""))[0]:
+                    self._received[path] = (version, bytes(message.body))
+        return taken
+
+    def read_back(self, path):
+        """The newest version's body published for ``path``: what a consumer of the queue holds last."""
+        self.messages()
+        return self._received.get(path, (0, None))[1]
+
+    def receipt_pattern(self, body, path):
+        return (rf"confirmed exchange={self.exchange} routing_key={re.escape(path)} size={len(body)} "
+                rf"sha256={hashlib.sha256(body).hexdigest()}")
+
+    def close(self):
+        super().close()
+        self.channel.queue_purge(self.queue)
+        self._reader.close()
 
 
 def _read_file(path) -> bytes | None:
