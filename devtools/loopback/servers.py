@@ -21,6 +21,7 @@ from pathlib import Path
 
 import boto3
 import botocore.config
+from azure.storage.blob import BlobServiceClient
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -154,6 +155,54 @@ def _bucket_ready(server: S3Server) -> bool:
         return False
     finally:
         client.close()
+
+
+# --- Azure Blob Storage: Azurite ----------------------------------------------------------
+
+AZURITE_BIN = Path(__file__).resolve().parents[2] / ".tools" / "azurite" / "node_modules" / ".bin"
+
+
+@dataclass
+class AzuriteServer:
+    """Azurite's blob service with its one development account (the emulator's published
+    name and key), and a container made for the tests."""
+
+    account_url: str
+    container: str
+    process: ManagedProcess
+    account_name: str = "devstoreaccount1"
+    account_key: str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+    def destination_config(self, prefix: str) -> dict:
+        return {"account_url": self.account_url, "container": self.container, "prefix": prefix}
+
+    def credentials(self) -> dict:
+        return {"account_name": self.account_name, "account_key": self.account_key}
+
+    def service(self) -> BlobServiceClient:
+        return BlobServiceClient(self.account_url, credential={"account_name": self.account_name,
+                                                               "account_key": self.account_key})
+
+
+def start_azurite(workdir: Path) -> AzuriteServer:
+    azurite = find_program("azurite-blob", AZURITE_BIN)
+    port = free_port()
+    argv = [azurite, "--blobHost", LOOPBACK, "--blobPort", str(port), "--location", str(workdir / "data"),
+            "--silent", "--disableTelemetry", "--skipApiVersionCheck"]
+    process = server_process("azurite", argv, workdir)
+    server = AzuriteServer(f"http://{LOOPBACK}:{port}/devstoreaccount1", "feeds", process)
+    process.wait_until(lambda: _container_made(server), timeout=30)
+    return server
+
+
+def _container_made(server: AzuriteServer) -> bool:
+    try:
+        with server.service() as service:
+            if not service.get_container_client(server.container).exists():
+                service.create_container(server.container)
+        return True
+    except Exception:  # noqa: BLE001 - not up yet, whatever the reason
+        return False
 
 
 # --- SFTP: OpenSSH sshd -----------------------------------------------------------------

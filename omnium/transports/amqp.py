@@ -30,6 +30,12 @@ MAX_ROUTING_KEY_BYTES = 255  # an AMQP short string
 IDLE_REUSE_S = 30.0
 
 
+# py-amqp reads every TCP option after connecting and writes it back; Linux refuses to take
+# back a segment size above 32,767 (EINVAL), which it reports on loopback (MTU 65,536), so
+# connecting failed at random in tests. 0 is the kernel's "no size of the user's".
+KERNEL_CHOOSES_THE_SEGMENT_SIZE = {socket.TCP_MAXSEG: 0}
+
+
 def _url_problem(url: str) -> str | None:
     if not url.startswith(("amqp://", "amqps://")):
         return "must start with amqp:// or amqps://"
@@ -157,7 +163,8 @@ class AMQPTransport(Transport):
             f"{host}:{port}", userid=self.credentials["username"], password=self.credentials["password"],
             virtual_host=virtual_host_of(self.config["url"]), ssl=self._tls_options(host),
             connect_timeout=deadline.timeout(self.config["connect_timeout"]), confirm_publish=True,
-            client_properties={"product": "Omnium"}, frame_handler=_noting_reached(reached))
+            client_properties={"product": "Omnium"}, frame_handler=_noting_reached(reached),
+            socket_settings=KERNEL_CHOOSES_THE_SEGMENT_SIZE)
         try:
             connection.connect()
             channel = connection.channel()

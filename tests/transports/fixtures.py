@@ -14,6 +14,7 @@ from tests.transports.kits import (
     REDIS_TEST_URL,
     WEBHOOK_SECRET,
     AMQPKit,
+    AzureBlobKit,
     FTPKit,
     RedisKit,
     S3Kit,
@@ -21,7 +22,7 @@ from tests.transports.kits import (
     WebhookKit,
 )
 
-KINDS = ["s3", "sftp", "ftp", "webhook", "redis", "amqp"]
+KINDS = ["s3", "sftp", "ftp", "webhook", "redis", "amqp", "azure_blob"]
 # Trickling hosts send a byte this often: well below the 1 s connect and read timeouts the
 # deadline tests set, so that only the whole-send deadline can stop them.
 TRICKLE_S = 0.25
@@ -36,6 +37,11 @@ def _serve(start, tmp_path_factory, name, **options):
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     yield from _serve(servers.start_s3, tmp_path_factory, "s3")
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    yield from _serve(servers.start_azurite, tmp_path_factory, "azurite")
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +113,11 @@ def s3_kit(s3_server):
 
 
 @pytest.fixture
+def azure_blob_kit(azurite):
+    yield from _kit(AzureBlobKit(azurite))
+
+
+@pytest.fixture
 def sftp_kit(sftp_server):
     yield from _kit(SFTPKit(sftp_server))
 
@@ -138,7 +149,7 @@ def _kit(kit):
 
 
 # Kinds whose server is a process of its own (the webhook receiver is a thread, Redis the machine's).
-SERVER_PROCESSES = {"s3", "sftp", "ftp"}
+SERVER_PROCESSES = {"s3", "sftp", "ftp", "azure_blob"}
 
 
 @pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.servers) if kind in SERVER_PROCESSES else kind

@@ -4,6 +4,7 @@ server without going through the transport."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import itertools
@@ -18,11 +19,13 @@ from urllib.parse import quote, unquote, urlsplit
 import amqp
 import boto3
 import redis as redis_client
+from azure.core.exceptions import ResourceNotFoundError
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from devtools.loopback.hosts import WebhookReceiver
-from devtools.loopback.servers import LOOPBACK, FTPServer, S3Server, SSHServer, openssh_private_key
+from devtools.loopback.servers import LOOPBACK, AzuriteServer, FTPServer, S3Server, SSHServer, openssh_private_key
 from devtools.waiting import wait_until
+from omnium.transports.amqp import KERNEL_CHOOSES_THE_SEGMENT_SIZE
 from omnium.transports.base import Transport, TransportError, temporary_name
 from omnium.transports.registry import TRANSPORTS
 
@@ -124,6 +127,42 @@ class S3Kit(Kit):
 
     def receipt_pattern(self, body, path):
         return rf"etag={hashlib.md5(body).hexdigest()}( \S+)*"
+
+    def close(self):
+        super().close()
+        self.reader.close()
+
+
+class AzureBlobKit(Kit):
+    kind = "azure_blob"
+    first_line, after_request = b"HTTP/1.1 201 Created\r\n", True
+    prefix = "omnium-tests"
+
+    def __init__(self, server: AzuriteServer):
+        super().__init__()
+        self.server = server
+        self.reader = server.service().get_container_client(server.container)
+
+    def config(self):
+        return self.server.destination_config(self.prefix)
+
+    def credentials(self):
+        return self.server.credentials()
+
+    def bad_credentials(self):
+        return {"account_name": self.server.account_name, "account_key": base64.b64encode(b"not-the-key" * 6).decode()}
+
+    def aimed_at(self, port):
+        return {"account_url": f"http://{LOOPBACK}:{port}/{self.server.account_name}"}
+
+    def read_back(self, path):
+        try:
+            return self.reader.download_blob(f"{self.prefix}/{path}").readall()
+        except ResourceNotFoundError:
+            return None
+
+    def receipt_pattern(self, body, path):
+        return rf'etag=\S+ blob={re.escape(self.prefix)}/{re.escape(path)} size={len(body)}'
 
     def close(self):
         super().close()
@@ -271,7 +310,7 @@ class AMQPKit(Kit):
     def connect(self) -> amqp.Connection:
         """A connection of our own to the kit's vhost (not through the transport)."""
         connection = amqp.Connection(f"{LOOPBACK}:{self.port}", userid=self.username, password=self.password,
-                                     virtual_host=self.vhost)
+                                     virtual_host=self.vhost, socket_settings=KERNEL_CHOOSES_THE_SEGMENT_SIZE)
         connection.connect()
         return connection
 

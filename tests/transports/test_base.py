@@ -187,5 +187,5 @@ def test_registry_holds_every_transport_under_its_kind():
         assert transport.kind == kind
         assert {"connect_timeout", "send_timeout"} <= set(transport.config_schema)
 
-    assert [kind for kind, _ in choices()] == ["s3", "sftp", "ftp", "webhook", "redis", "amqp"]
+    assert [kind for kind, _ in choices()] == ["s3", "sftp", "ftp", "webhook", "redis", "amqp", "azure_blob"]
     assert all(label for _, label in choices())

@@ -27,13 +27,14 @@ SLACK = 2.0
 # servers speak first, so their greeting's timeout (the connect timeout) names the silence;
 # an HTTP or Redis client waits for a reply, so only the send's deadline ends it.
 SILENT = {"sftp": Reason.NO_ANSWER, "ftp": Reason.NO_ANSWER, "s3": Reason.DEADLINE,
-          "webhook": Reason.DEADLINE, "redis": Reason.DEADLINE, "amqp": Reason.NO_ANSWER}
+          "webhook": Reason.DEADLINE, "redis": Reason.DEADLINE, "amqp": Reason.NO_ANSWER,
+          "azure_blob": Reason.DEADLINE}
 # A trickle never completes paramiko's key exchange (it gives up at the connect timeout);
 # the others read each byte as progress until the deadline cuts them.
 TRICKLING = {**{kind: Reason.DEADLINE for kind in SILENT}, "sftp": Reason.NO_ANSWER}
 BAD_CREDENTIALS = {"sftp": Reason.AUTH_REFUSED, "ftp": Reason.AUTH_REFUSED, "s3": Reason.AUTH_REFUSED,
                    "redis": Reason.AUTH_REFUSED, "amqp": Reason.AUTH_REFUSED,
-                   "webhook": Reason.HTTP_STATUS}  # the receiver's 401
+                   "azure_blob": Reason.AUTH_REFUSED,                   "webhook": Reason.HTTP_STATUS}  # the receiver's 401
 
 
 def _failure(kit, transport) -> TransportError:

@@ -1,0 +1,72 @@
+"""The Azure Blob destination against Azurite (Microsoft's emulator): SAS tokens or an account
+key, what the blob carries, and refusals in plain words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from azure.storage.blob import ContainerSasPermissions, generate_container_sas
+
+from omnium.transports import TransportError
+from omnium.transports.failures import Reason
+
+from .kits import feed_path
+
+pytestmark = pytest.mark.servers
+
+
+def _sas(server, **permissions) -> str:
+    return generate_container_sas(server.account_name, server.container, account_key=server.account_key,
+                                  permission=ContainerSasPermissions(**permissions),
+                                  expiry=datetime.now(UTC) + timedelta(hours=1))
+
+
+def test_a_sas_token_that_may_write_delivers_the_blob_with_its_type_cache_and_version(azure_blob_kit, azurite):
+    transport = azure_blob_kit.transport(cache_control="max-age=10",
+                                         credentials={"sas_token": "?" + _sas(azurite, create=True, write=True)})
+    path = feed_path()
+
+    transport.send(b'{"medals": []}', path, content_type="application/json", version=42, etag="e42")
+
+    blob = azure_blob_kit.reader.get_blob_client(f"{azure_blob_kit.prefix}/{path}").get_blob_properties()
+    assert azure_blob_kit.read_back(path) == b'{"medals": []}'
+    assert blob.content_settings.content_type == "application/json"
+    assert blob.content_settings.cache_control == "max-age=10"
+    assert blob.metadata == {"omnium_version": "42", "omnium_etag": "e42"}
+    assert blob.blob_type == "BlockBlob"
+
+
+def test_a_sas_token_that_may_only_read_is_told_it_may_not_write(azure_blob_kit, azurite):
+    transport = azure_blob_kit.transport(credentials={"sas_token": _sas(azurite, read=True, list=True)})
+    path = feed_path()
+
+    with pytest.raises(TransportError) as failure:
+        azure_blob_kit.send(transport, b"{}", path)
+
+    assert failure.value.permanent and failure.value.reason == Reason.PERMISSION_DENIED, str(failure.value)
+    assert azure_blob_kit.read_back(path) is None
+
+
+def test_a_missing_container_is_permanent_and_named(azure_blob_kit):
+    transport = azure_blob_kit.transport(container="no-such-container")
+
+    with pytest.raises(TransportError, match="no-such-container") as failure:
+        azure_blob_kit.send(transport, b"{}", feed_path())
+
+    assert failure.value.permanent and failure.value.reason == Reason.MISSING_TARGET
+
+
+@pytest.mark.parametrize("config, credentials, refusal", [
+    ({}, {"account_name": "a"}, "either an account key"),
+    ({}, {"account_name": "a", "account_key": "a2V5", "sas_token": "sv=x"}, "either an account key"),
+    ({}, {"account_key": "a2V5"}, "account_name is required"),
+    ({}, {"account_name": "a", "account_key": "not base64!"}, "account key as the portal shows it"),
+    ({"account_url": "https://acct.blob.core.windows.net?sv=2024"}, None, "must not hold a SAS token"),
+    ({"account_url": "ftp://acct.blob.core.windows.net"}, None, "must start with https://"),
+])
+def test_settings_that_cannot_work_are_refused_plainly(azure_blob_kit, config, credentials, refusal):
+    with pytest.raises(TransportError, match=refusal) as refused:
+        azure_blob_kit.transport(**config, credentials=credentials if credentials is not None else None)
+
+    assert refused.value.permanent
