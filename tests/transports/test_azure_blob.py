@@ -3,6 +3,9 @@ key, what the blob carries, and refusals in plain words."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -70,3 +73,27 @@ def test_settings_that_cannot_work_are_refused_plainly(azure_blob_kit, config, c
         azure_blob_kit.transport(**config, credentials=credentials if credentials is not None else None)
 
     assert refused.value.permanent
+
+
+def test_a_blob_above_the_single_upload_size_is_committed_whole(azure_blob_kit):
+    """Above 64 MB the SDK stages blocks and commits them in one Put Block List: a reader
+    meanwhile finds nothing, then the whole blob."""
+    body, path, seen, done = os.urandom(70 * 1024 * 1024), feed_path(), set(), threading.Event()
+
+    def read_while_sending():
+        while not done.is_set():
+            held = azure_blob_kit.read_back(path)
+            seen.add(None if held is None else hashlib.sha256(held).hexdigest())
+
+    reader = threading.Thread(target=read_while_sending)
+    reader.start()
+    try:
+        receipt = azure_blob_kit.send(azure_blob_kit.transport(send_timeout=120), body, path)
+    finally:
+        done.set()
+        reader.join()
+
+    assert seen <= {None, hashlib.sha256(body).hexdigest()}, "a reader saw part of the blob"
+    assert azure_blob_kit.read_back(path) == body and "size=73400320" in receipt.text
+    committed, _ = azure_blob_kit.reader.get_blob_client(f"{azure_blob_kit.prefix}/{path}").get_block_list()
+    assert len(committed) > 1, "sent as blocks, committed in one list"
