@@ -30,7 +30,7 @@ def _policy(networks: tuple, pull_redis_url: str) -> AddressPolicy:
 
 
 def _endpoints(url: str) -> frozenset:
-    address = address_of_url(url, 6379)
+    address = address_of_url(url)
     if address is None:
         return frozenset()
     try:

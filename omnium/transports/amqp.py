@@ -21,7 +21,7 @@ from amqp.method_framing import frame_handler
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, pem_certificate_problem
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps
-from .urls import address_of_url, userinfo_problem
+from .urls import userinfo_problem
 
 PERSISTENT = 2  # AMQP delivery mode: the broker writes the message to disk in a durable queue
 MAX_ROUTING_KEY_BYTES = 255  # an AMQP short string
@@ -81,15 +81,6 @@ class AMQPTransport(Transport):
         "password": Setting(str, required=True, help="Its password."),
     }
     address_setting = "url"
-
-    @classmethod
-    def address_of(cls, config: dict) -> tuple[str, int] | None:
-        url = config["url"]
-        return address_of_url(url, 5671 if url.startswith("amqps://") else 5672)
-
-    @classmethod
-    def plaintext(cls, config: dict) -> str | None:
-        return "amqp:// (without TLS)" if config["url"].startswith("amqp://") else None
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

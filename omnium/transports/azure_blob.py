@@ -23,7 +23,7 @@ from azure.storage.blob import BlobServiceClient, ContentSettings
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, join_remote
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
-from .urls import address_of_url, userinfo_problem
+from .urls import userinfo_problem
 
 # The service's codes for a key or SAS it does not accept (Azure says AuthenticationFailed,
 # Azurite AuthorizationFailure); other Authorization* codes are a sign-in without write rights.
@@ -74,15 +74,6 @@ class AzureBlobTransport(Transport):
         elif has_key and not credentials.get("account_name"):
             problems.append("account_name is required with an account key")
         return problems
-
-    @classmethod
-    def address_of(cls, config: dict) -> tuple[str, int] | None:
-        url = config["account_url"]
-        return address_of_url(url, 443 if url.startswith("https://") else 80)
-
-    @classmethod
-    def plaintext(cls, config: dict) -> str | None:
-        return "http (without TLS)" if config["account_url"].startswith("http://") else None
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

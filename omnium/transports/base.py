@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from .deadline import Deadline, SocketSet
 from .failures import Reason, TransportError, reason_of_os_error
 from .paths import unsafe_path_reason
+from .urls import address_of_url, unencrypted_protocol
 
 __all__ = ["Deadline", "FeedFile", "Receipt", "Setting", "Transport", "TransportError"]
 
@@ -278,15 +279,21 @@ class Transport:
 
     @classmethod
     def address_of(cls, config: dict) -> tuple[str, int] | None:
-        """(host, port) of a valid ``config``: its ``host`` and ``port`` settings by default."""
+        """(host, port) of a valid ``config``: its ``host`` and ``port`` settings, or where the
+        URL its ``address_setting`` names connects (None when that is empty: a public service)."""
         settings = with_defaults(cls.config_schema, config)
-        return settings["host"], settings["port"]
+        if cls.address_setting == "host":
+            return settings["host"], settings["port"]
+        return address_of_url(settings.get(cls.address_setting) or "")
 
     @classmethod
     def plaintext(cls, config: dict) -> str | None:
-        """The unencrypted protocol a valid ``config`` sends with ("http", "FTP without TLS"),
-        or None when it encrypts. The address policy keeps such sends off public addresses."""
-        return None
+        """The unencrypted protocol a valid ``config`` sends with ("http:// (without TLS)", "FTP
+        without TLS"), or None when it encrypts. The address policy keeps such sends off public
+        addresses. By default read from the scheme of the URL ``address_setting`` names."""
+        if cls.address_setting == "host":
+            return None
+        return unencrypted_protocol(with_defaults(cls.config_schema, config).get(cls.address_setting) or "")
 
     def deadline(self, still_ours=None) -> Deadline:
         """The hard deadline (and the address check) of one send, probe or clean-up."""

@@ -14,10 +14,10 @@ from omnium.caching.memory_lru import ByteBoundedLru
 from omnium.encoding.compression import gzip_body
 from omnium.encoding.pull_cache_entries import WRITE_IF_NEWER
 
-from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, with_defaults
+from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
-from .urls import address_of_url, userinfo_problem
+from .urls import userinfo_problem
 
 # A reply no retry can change (the key holds something else). Permission and credential
 # refusals arrive as exception classes (see _failure).
@@ -73,14 +73,6 @@ class RedisTransport(Transport):
     }
 
     address_setting = "url"
-
-    @classmethod
-    def address_of(cls, config: dict) -> tuple[str, int] | None:
-        return address_of_url(with_defaults(cls.config_schema, config)["url"], 6379)
-
-    @classmethod
-    def plaintext(cls, config: dict) -> str | None:
-        return "redis:// (without TLS)" if with_defaults(cls.config_schema, config)["url"].startswith("redis://") else None
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

@@ -22,7 +22,7 @@ from .base import (
 )
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
-from .urls import address_of_url, userinfo_problem
+from .urls import userinfo_problem
 
 PROBE_BODY = b"omnium connection test: safe to delete\n"
 
@@ -84,17 +84,7 @@ class S3Transport(Transport):
         "secret_key": Setting(str, required=True, help="Secret access key."),
     }
 
-    address_setting = "endpoint_url"
-
-    @classmethod
-    def address_of(cls, config: dict) -> tuple[str, int] | None:
-        """None for Amazon S3 itself (no endpoint_url): a public service."""
-        url = config.get("endpoint_url") or ""
-        return address_of_url(url, 443 if url.startswith("https://") else 80) if url else None
-
-    @classmethod
-    def plaintext(cls, config: dict) -> str | None:
-        return "http:// (without TLS)" if (config.get("endpoint_url") or "").startswith("http://") else None
+    address_setting = "endpoint_url"  # empty for Amazon S3 itself: a public service, no address to check
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)

@@ -33,7 +33,7 @@ from .base import (
 from .failures import Reason, reason_of_os_error
 from .http_replies import whole_replies_pool
 from .probes import ProbeSteps
-from .urls import address_of_url, userinfo_problem
+from .urls import userinfo_problem
 
 SECRET_PREFIX = "whsec_"
 RETRY_AFTER_BOUNDS = (1.0, 300.0)
@@ -224,15 +224,6 @@ class WebhookTransport(Transport):
     # Kept by Omnium beside the secret while a rotation overlaps (never typed): the old secret,
     # and until when (a Unix time) it signs too.
     ROTATION = ("previous_secret", "previous_secret_until")
-
-    @classmethod
-    def address_of(cls, config: dict) -> tuple[str, int] | None:
-        url = config["url"]
-        return address_of_url(url, 443 if url.startswith("https://") else 80)
-
-    @classmethod
-    def plaintext(cls, config: dict) -> str | None:
-        return "http:// (without TLS)" if config["url"].startswith("http://") else None
 
     @classmethod
     def validate_credentials(cls, credentials: dict) -> list[str]:
