@@ -1,7 +1,8 @@
 """Real server processes on loopback, each started on free ports.
 
-S3 is SeaweedFS (`weed mini`), SFTP is OpenSSH's sshd, FTP is pyftpdlib; all run as separate
-processes installed by scripts/test-servers/install.sh. (The webhook receiver and the
+S3 is SeaweedFS (`weed mini`), and moto's server where a test needs STS, IAM and KMS too; Azure
+Blob Storage is Azurite, SFTP is OpenSSH's sshd, FTP is pyftpdlib; all run as separate processes
+installed by scripts/test-servers/install.sh. (The webhook receiver and the
 misbehaving hosts are threads in the test process: see hosts.py.)
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import boto3
 import botocore.config
+import requests
 from azure.storage.blob import BlobServiceClient
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -155,6 +157,81 @@ def _bucket_ready(server: S3Server) -> bool:
         return False
     finally:
         client.close()
+
+
+# --- AWS with STS, IAM and KMS: moto's server ---------------------------------------------
+
+ALLOW_ALL = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+
+
+@dataclass
+class AwsServer:
+    """moto's server as a small AWS account in which IAM is enforced, laid out the way a client
+    gives a vendor access: a bucket, a KMS key for it, and a role that may write to the bucket,
+    which a vendor user (whose own keys may do nothing else) assumes with an external id.
+    ``inspector`` keys may do anything: the tests read back with them."""
+
+    endpoint_url: str
+    process: ManagedProcess
+    bucket: str = "client-feeds"
+    external_id: str = "omnium-games-2026"
+    role_arn: str = ""
+    kms_key_arn: str = ""
+    vendor: tuple[str, str] = ("", "")
+    inspector: tuple[str, str] = ("", "")
+
+    def client(self, service: str, keys: tuple[str, str]):
+        return boto3.session.Session().client(service, endpoint_url=self.endpoint_url, region_name="us-east-1",
+                                              aws_access_key_id=keys[0], aws_secret_access_key=keys[1])
+
+    def destination_config(self, prefix: str) -> dict:
+        return {"endpoint_url": self.endpoint_url, "bucket": self.bucket, "prefix": prefix,
+                "addressing_style": "path", "sts_endpoint_url": self.endpoint_url}
+
+    def lay_out_the_account(self) -> None:
+        anyone = ("AKIAIOSFODNN7EXAMPLE", "set-up-before-iam-is-enforced")
+        iam, s3 = self.client("iam", anyone), self.client("s3", anyone)
+        s3.create_bucket(Bucket=self.bucket)
+        self.kms_key_arn = self.client("kms", anyone).create_key(Description="client bucket key")["KeyMetadata"]["Arn"]
+        self.vendor = self._user(iam, "omnium-vendor", {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}]})
+        self.inspector = self._user(iam, "inspector", ALLOW_ALL)
+        trust = {"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:user/omnium-vendor"},
+            "Action": "sts:AssumeRole", "Condition": {"StringEquals": {"sts:ExternalId": self.external_id}}}]}
+        self.role_arn = iam.create_role(RoleName="omnium-delivery",
+                                        AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        writes = {"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Action": ["s3:PutObject", "s3:DeleteObject"], "Resource": "*"}]}
+        iam.put_role_policy(RoleName="omnium-delivery", PolicyName="write-feeds", PolicyDocument=json.dumps(writes))
+        # From here on every request must be signed by a known key that its policies allow.
+        reply = requests.post(f"{self.endpoint_url}/moto-api/reset-auth", data="0",
+                              headers={"Content-Type": "text/plain"}, timeout=10)
+        reply.raise_for_status()
+
+    @staticmethod
+    def _user(iam, name: str, policy: dict) -> tuple[str, str]:
+        iam.create_user(UserName=name)
+        iam.put_user_policy(UserName=name, PolicyName="only", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+def start_aws(workdir: Path) -> AwsServer:
+    port = free_port()
+    argv = [sys.executable, "-m", "moto.server", "--host", LOOPBACK, "--port", str(port)]
+    process = server_process("moto", argv, workdir)
+    server = AwsServer(f"http://{LOOPBACK}:{port}", process)
+    process.wait_until(lambda: _answers_http(f"{server.endpoint_url}/moto-api/"), timeout=30)
+    server.lay_out_the_account()
+    return server
+
+
+def _answers_http(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).ok
+    except requests.RequestException:
+        return False
 
 
 # --- Azure Blob Storage: Azurite ----------------------------------------------------------

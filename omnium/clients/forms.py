@@ -50,11 +50,17 @@ def fieldsets() -> list[tuple]:
             layout.append((f"{transport.label}: credentials (write-only, stored encrypted)", {
                 "fields": [credential_field_name(kind, name) for name in transport.credentials_schema],
                 "classes": classes}))
+    layout.append(("Stored credentials", {"fields": ["forget_credentials"]}))
     layout.append(("Delivery", {"fields": DELIVERY_FIELDS}))
     return layout
 
 
 class _DestinationSettingsForm(forms.ModelForm):
+    forget_credentials = forms.BooleanField(
+        required=False, label="Forget the stored credentials",
+        help_text="Drop what is stored and keep only what is typed above: e.g. an S3 destination with "
+                  "no keys then sends as the worker's own AWS identity (its pod or instance role).")
+
     class Meta:
         model = Destination
         fields = MAIN_FIELDS + DELIVERY_FIELDS
@@ -121,12 +127,17 @@ class _DestinationSettingsForm(forms.ModelForm):
         new address: then only what is typed counts)."""
         typed = {name: self.cleaned_data[credential_field_name(kind, name)] for name in schema
                  if self.cleaned_data.get(credential_field_name(kind, name))}
-        stored = bool(self.instance.credentials_encrypted)
+        forget = self.cleaned_data.get("forget_credentials")
+        stored = bool(self.instance.credentials_encrypted) and not forget
         same_target = stored and not self.instance.points_elsewhere_than(kind, config)
         if not typed and same_target:
             return None
-        why = ("the destination now points elsewhere: type its credentials again" if stored
-               else "credentials are never kept across kinds or addresses")
+        if forget:
+            why = "the stored credentials are being forgotten: type new ones"
+        elif stored:
+            why = "the destination now points elsewhere: type its credentials again"
+        else:
+            why = "credentials are never kept across kinds or addresses"
         for name, setting in schema.items():
             if setting.required and name not in typed:
                 self.add_error(credential_field_name(kind, name), f"Required: {why}.")

@@ -20,6 +20,7 @@ from azure.core.exceptions import (
 )
 from azure.storage.blob import BlobServiceClient, ContentSettings
 
+from . import object_headers
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError, join_remote
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
@@ -55,7 +56,7 @@ class AzureBlobTransport(Transport):
                                help="https://<account>.blob.core.windows.net (or the client's own endpoint)."),
         "container": Setting(str, required=True, help="The container the blobs go in; it must exist."),
         "prefix": Setting(str, default="", help="Folder-like prefix of every blob name (no leading '/')."),
-        "cache_control": Setting(str, help="Cache-Control stored with each blob, e.g. 'max-age=10'."),
+        **object_headers.SETTINGS,
     }
     credentials_bound_to = ("account_url", "container")
     credentials_schema = {
@@ -82,6 +83,7 @@ class AzureBlobTransport(Transport):
             retry_total=0,  # a retry is the sender's to schedule; the SDK's would eat the deadline
             connection_timeout=self.config["connect_timeout"], read_timeout=self.config["send_timeout"])
         self._container = service.get_container_client(self.config["container"])
+        self._headers = object_headers.ObjectHeaders(self.config)
 
     def _credential(self):
         if self.credentials.get("sas_token"):
@@ -90,7 +92,8 @@ class AzureBlobTransport(Transport):
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
         name = join_remote(self.config["prefix"].strip("/"), file.path)
-        settings = ContentSettings(content_type=file.content_type, cache_control=self.config.get("cache_control"))
+        settings = ContentSettings(content_type=self._headers.content_type(file.path, file.content_type),
+                                   cache_control=self._headers.cache_control(file.path))
         deadline.before_commit("azure blob")  # Put Blob, or the Put Block List that commits the blocks
         try:
             reply = self._container.get_blob_client(name).upload_blob(

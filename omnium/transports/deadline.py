@@ -169,3 +169,11 @@ class Deadline:
     def _expire(self) -> None:
         self._expired.set()
         self._sockets.cut_all()
+
+
+def outside_any_deadline(function, *args):
+    """``function(*args)`` as if no send were in progress: its sockets are neither tracked nor
+    judged by the address policy. Only for the worker's own infrastructure that a send needs,
+    never for an address a person typed: the cloud's metadata or container endpoint that hands
+    the worker its AWS role lives at an address no destination may reach."""
+    return contextvars.Context().run(function, *args)

@@ -236,3 +236,69 @@ def test_an_optional_choice_starts_empty_so_nothing_is_sent_unless_chosen(admin_
             "fence_reason": "", "subscriptions-TOTAL_FORMS": "0", "subscriptions-INITIAL_FORMS": "0"}
     assert admin_client.post("/admin/clients/destination/add/", form).status_code == 302
     assert "acl" not in Destination.objects.get(name="bucket").config
+
+
+def _s3_form(client_row, **changes) -> dict:
+    return {"client": client_row.pk, "name": "bucket", "kind": "s3", "s3__bucket": "feeds",
+            "s3__role_session_name": "omnium", "s3__role_duration": "3600",
+            "s3__cred__access_key": "AKIAVENDOR", "s3__cred__secret_key": "vendor-secret", "enabled": "on",
+            "fast_retries": "5", "fence_reason": "", "subscriptions-TOTAL_FORMS": "0",
+            "subscriptions-INITIAL_FORMS": "0", **changes}
+
+
+def test_forgetting_the_stored_keys_leaves_an_s3_destination_to_the_workers_own_identity(
+        admin_client, client_row):
+    """Issue 33: a client's bucket reached through the worker's pod or instance role needs no keys
+    with us; keys stored earlier can be dropped without pointing the destination elsewhere."""
+    admin_client.post("/admin/clients/destination/add/", _s3_form(client_row))
+    destination = Destination.objects.get()
+    assert destination.credentials == {"access_key": "AKIAVENDOR", "secret_key": "vendor-secret"}
+
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/", _s3_form(
+        client_row, s3__cred__access_key="", s3__cred__secret_key="", forget_credentials="on"))
+
+    assert reply.status_code == 302, reply.context["adminform"].form.errors
+    destination.refresh_from_db()
+    assert destination.credentials == {}
+
+
+def test_forgetting_credentials_a_kind_requires_asks_for_new_ones(admin_client, client_row):
+    admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row))
+    destination = Destination.objects.get()
+
+    reply = admin_client.post(f"/admin/clients/destination/{destination.pk}/change/",
+                              _sftp_form(client_row, sftp__cred__password="", forget_credentials="on"))
+
+    assert reply.status_code == 200
+    assert "password or private_key is required" in str(reply.context["adminform"].form.errors)
+    destination.refresh_from_db()
+    assert destination.credentials == {"password": "s3cret-pass"}
+
+
+@pytest.mark.parametrize("changes, error", [
+    ({"s3__cred__secret_key": ""}, "give the access key and its secret key together"),
+    ({"s3__external_id": "games-2026"}, "give its role_arn too"),
+    ({"s3__role_arn": "delivery"}, "must be a role ARN"),
+    ({"s3__role_arn": "arn:aws:iam::123456789012:role/delivery", "s3__role_session_name": "a b"},
+     "must be 2 to 64 letters"),
+    ({"s3__cache_control_by_format": "json max-age=5"}, "line 1 must read"),
+    ({"s3__content_type_by_format": "xml: not a type"}, "is not a media type"),
+    ({"s3__cache_control": "max-age=5\r\nX-Evil: 1"}, "plain text on one line"),
+])
+def test_s3_settings_that_cannot_work_are_refused_with_the_reason(admin_client, client_row, changes, error):
+    reply = admin_client.post("/admin/clients/destination/add/", _s3_form(client_row, **changes))
+
+    assert reply.status_code == 200
+    assert error in str(reply.context["adminform"].form.errors)
+    assert not Destination.objects.exists()
+
+
+def test_an_s3_role_and_per_format_headers_are_stored_as_typed(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _s3_form(
+        client_row, s3__role_arn="arn:aws:iam::123456789012:role/delivery", s3__external_id="games-2026",
+        s3__cache_control_by_format="json: max-age=5\r\nxml: public, max-age=60"))
+
+    assert reply.status_code == 302, reply.context["adminform"].form.errors
+    config = Destination.objects.get().config
+    assert config["role_arn"] == "arn:aws:iam::123456789012:role/delivery" and config["external_id"] == "games-2026"
+    assert config["cache_control_by_format"].splitlines() == ["json: max-age=5", "xml: public, max-age=60"]

@@ -40,6 +40,11 @@ def s3_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def aws_account(tmp_path_factory):
+    yield from _serve(servers.start_aws, tmp_path_factory, "aws")
+
+
+@pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
     yield from _serve(servers.start_azurite, tmp_path_factory, "azurite")
 

@@ -97,3 +97,19 @@ def test_a_blob_above_the_single_upload_size_is_committed_whole(azure_blob_kit):
     assert azure_blob_kit.read_back(path) == body and "size=73400320" in receipt.text
     committed, _ = azure_blob_kit.reader.get_blob_client(f"{azure_blob_kit.prefix}/{path}").get_block_list()
     assert len(committed) > 1, "sent as blocks, committed in one list"
+
+
+def test_each_file_format_gets_its_own_content_type_and_cache_control(azure_blob_kit):
+    transport = azure_blob_kit.transport(cache_control_by_format="xml: max-age=60",
+                                         content_type_by_format=".XML: text/xml")
+    xml, json_path = feed_path("calendar.xml"), feed_path("calendar.json")
+    transport.send(b"<c/>", xml, content_type="application/xml", version=1, etag="e1")
+    transport.send(b"{}", json_path, content_type="application/json", version=1, etag="e1")
+
+    def settings_of(path):
+        blob = azure_blob_kit.reader.get_blob_client(f"{azure_blob_kit.prefix}/{path}")
+        content = blob.get_blob_properties().content_settings
+        return content.content_type, content.cache_control
+
+    assert settings_of(xml) == ("text/xml", "max-age=60")
+    assert settings_of(json_path) == ("application/json", None)

@@ -85,3 +85,22 @@ def test_object_settings_that_cannot_work_are_refused_plainly(s3_kit):
         s3_kit.transport(storage_class="COLD")
     with pytest.raises(TransportError, match="kms_key_id is for server_side_encryption aws:kms"):
         s3_kit.transport(kms_key_id="alias/feeds")
+
+
+def test_each_file_format_gets_its_own_content_type_and_cache_control(s3_kit, s3_server):
+    """Issue 33: a client's CDN caches its JSON for 5 s and its XML for a minute, and wants the
+    XML labelled text/xml; formats without a rule keep the destination's single value."""
+    transport = s3_kit.transport(cache_control="max-age=30", cache_control_by_format="json: max-age=5\nxml: "
+                                 "public, max-age=60", content_type_by_format="xml: text/xml; charset=utf-8")
+    sent = {"json": feed_path("medals.json"), "xml": feed_path("medals.xml"), "csv": feed_path("medals.csv")}
+    ours = {"json": "application/json", "xml": "application/xml", "csv": "text/csv"}
+    for extension, path in sent.items():
+        transport.send(b"<x/>", path, content_type=ours[extension], version=1, etag="e1")
+
+    heads = {extension: s3_kit.reader.head_object(Bucket=s3_server.bucket, Key=f"{s3_kit.prefix}/{path}")
+             for extension, path in sent.items()}
+    assert {e: (h["ContentType"], h["CacheControl"]) for e, h in heads.items()} == {
+        "json": ("application/json", "max-age=5"),
+        "xml": ("text/xml; charset=utf-8", "public, max-age=60"),
+        "csv": ("text/csv", "max-age=30"),
+    }
