@@ -444,6 +444,9 @@ if not OMNIUM_HOLDS_CREDENTIAL_KEYS and OMNIUM_CREDENTIAL_KEYS:
 if not OMNIUM_HOLDS_CREDENTIAL_KEYS and OMNIUM_SERVES != "api":
     raise ImproperlyConfigured("OMNIUM_HOLDS_CREDENTIAL_KEYS is false, yet this process serves the admin "
                                f"(OMNIUM_SERVES={OMNIUM_SERVES}), which encrypts what staff type: give it the keys")
+# Credentials a destination takes from AWS Secrets Manager are read again after this many
+# seconds, so a rotation reaches every worker within it (clients/secrets_manager.py).
+OMNIUM_SECRETS_CACHE_S = _positive_float("OMNIUM_SECRETS_CACHE_S", 300.0)
 _credential_key_bytes = [_fernet_key_bytes(key) for key in OMNIUM_CREDENTIAL_KEYS]
 if not DEBUG and _fernet_key_bytes(DEV_CREDENTIAL_KEY) in _credential_key_bytes:
     raise ImproperlyConfigured(

@@ -2,7 +2,8 @@
 
 - `models`: Client, Destination (kind + JSON settings + encrypted credentials), Subscription,
   ApiKey, Entitlement; `shapes`: a client's shape (transform and marks), pulled and pushed alike.
-- `credentials`: the Fernet key ring; `key_format`: what a pull key looks like and how it is
+- `credentials`: the Fernet key ring; `secrets_manager`: credentials read from an AWS secret
+  a destination refers to; `key_format`: what a pull key looks like and how it is
   kept; `key_issuing`: a new key shown once.
 - `address_policy_settings`: which addresses destinations may reach, as the settings say (the
   policy itself is `transports.address_policy`); `system_destinations`: the pull cache's own

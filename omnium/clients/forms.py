@@ -4,8 +4,9 @@ stored; credentials are write-only (typed in, never shown again) and stored encr
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
+from django.utils.html import escape
 
-from omnium.clients import address_policy_settings
+from omnium.clients import address_policy_settings, secrets_manager
 from omnium.clients.credentials import CredentialError
 from omnium.clients.models import MAX_CONNECT_TIMEOUT_S, MAX_SEND_TIMEOUT_S, Destination
 from omnium.clients.setting_fields import (
@@ -50,7 +51,7 @@ def fieldsets() -> list[tuple]:
             layout.append((f"{transport.label}: credentials (write-only, stored encrypted)", {
                 "fields": [credential_field_name(kind, name) for name in transport.credentials_schema],
                 "classes": classes}))
-    layout.append(("Stored credentials", {"fields": ["forget_credentials"]}))
+    layout.append(("Stored credentials", {"fields": ["forget_credentials", "aws_secret", "aws_secret_stage"]}))
     layout.append(("Delivery", {"fields": DELIVERY_FIELDS}))
     return layout
 
@@ -60,6 +61,15 @@ class _DestinationSettingsForm(forms.ModelForm):
         required=False, label="Forget the stored credentials",
         help_text="Drop what is stored and keep only what is typed above: e.g. an S3 destination with "
                   "no keys then sends as the worker's own AWS identity (its pod or instance role).")
+
+    aws_secret = forms.CharField(
+        required=False, max_length=2048, label="Credentials from AWS Secrets Manager",
+        help_text="Instead of typing them: the name or ARN of a secret whose value is a JSON object with this "
+                  "kind's credential names, e.g. {\"password\": \"…\"}. The workers read it with their own AWS "
+                  "identity and pick up a rotation within OMNIUM_SECRETS_CACHE_S.")
+    aws_secret_stage = forms.ChoiceField(choices=[(s, s) for s in secrets_manager.STAGES], initial="AWSCURRENT",
+                                         required=False,
+                                         label="Version stage of the secret")
 
     class Meta:
         model = Destination
@@ -79,13 +89,15 @@ class _DestinationSettingsForm(forms.ModelForm):
         state = self._credentials_state(transport) if transport else None
         for name in transport.credentials_schema if transport else ():
             field = self.fields[credential_field_name(kind, name)]
+            # Help text is shown as HTML: the state may hold what someone typed (a secret's name).
             field.help_text = ("Credentials are set (hidden): type new ones to replace them all, leave empty "
                                "to keep them. They are dropped if the destination is pointed elsewhere "
-                               f"({', '.join(transport.credentials_bound_to)}). {state or ''} {field.help_text}")
+                               f"({', '.join(transport.credentials_bound_to)}). {escape(state or '')} {field.help_text}")
 
     def _credentials_state(self, transport) -> str | None:
         try:
-            return transport.credentials_state(self.instance.credentials)
+            stored = self.instance.stored_credentials
+            return secrets_manager.describe(stored) or transport.credentials_state(stored)
         except CredentialError:
             return "The stored credentials cannot be decrypted with the key ring: type them again."
 
@@ -127,6 +139,11 @@ class _DestinationSettingsForm(forms.ModelForm):
         new address: then only what is typed counts)."""
         typed = {name: self.cleaned_data[credential_field_name(kind, name)] for name in schema
                  if self.cleaned_data.get(credential_field_name(kind, name))}
+        secret_id = (self.cleaned_data.get("aws_secret") or "").strip()
+        if secret_id:
+            if typed:
+                self.add_error("aws_secret", "Type the credentials or name a secret, not both.")
+            return secrets_manager.reference(secret_id, self.cleaned_data.get("aws_secret_stage") or "AWSCURRENT")
         forget = self.cleaned_data.get("forget_credentials")
         stored = bool(self.instance.credentials_encrypted) and not forget
         same_target = stored and not self.instance.points_elsewhere_than(kind, config)
@@ -147,8 +164,10 @@ class _DestinationSettingsForm(forms.ModelForm):
         """New credentials for the same target; the kind may keep some of the old (a webhook's
         old secret signs beside the new one for a while)."""
         try:
-            stored = self.instance.credentials
+            stored = self.instance.stored_credentials
         except CredentialError:  # unreadable: nothing of it can be kept
+            return typed
+        if secrets_manager.reference_in(stored) is not None:  # nothing typed to keep beside the new
             return typed
         return registry.TRANSPORTS[kind].credentials_replacing(stored, typed, config)
 
@@ -156,7 +175,9 @@ class _DestinationSettingsForm(forms.ModelForm):
         """The transport itself refuses what the declarations cannot say (an SFTP login
         needs a password or a private key)."""
         try:
-            credentials = self.new_credentials if self.new_credentials is not None else self.instance.credentials
+            credentials = self.new_credentials if self.new_credentials is not None else self.instance.stored_credentials
+            if secrets_manager.reference_in(credentials) is not None:
+                return  # read by the workers at each use; the admin need not reach AWS
             registry.transport_for(kind, config, credentials).close()
         except (TransportError, CredentialError) as exc:
             self.add_error(None, str(exc))

@@ -8,7 +8,7 @@ from django.core.validators import MaxValueValidator
 from django.db import models, transaction
 from django.utils import timezone
 
-from omnium.clients import address_policy_settings, file_names, system_destinations, transforms
+from omnium.clients import address_policy_settings, file_names, secrets_manager, system_destinations, transforms
 from omnium.clients import credentials as credential_store
 from omnium.clients.shapes import Shape
 from omnium.feeds.models import FeedDefinition
@@ -128,9 +128,25 @@ class Destination(models.Model):
 
     @property
     def credentials(self) -> dict:
-        if self.system:
-            return system_destinations.pull_redis_url_and_credentials()[1]
+        """The credentials a send uses: typed ones, or those of the AWS secret they refer to
+        (raises CredentialError, or its SecretError, when they cannot be had)."""
+        return self.credentials_and_secret_version()[0]
+
+    @property
+    def stored_credentials(self) -> dict:
+        """What is stored: typed credentials, or a reference to an AWS secret (secrets_manager)."""
         return credential_store.decrypt(self.credentials_encrypted)
+
+    def credentials_and_secret_version(self) -> tuple[dict, str | None]:
+        """The credentials, and the version id of the AWS secret they were read from (None when
+        typed): a rotated secret gives another version, and the worker a new transport."""
+        if self.system:
+            return system_destinations.pull_redis_url_and_credentials()[1], None
+        stored = self.stored_credentials
+        found = secrets_manager.reference_in(stored)
+        if found is None:
+            return stored, None
+        return secrets_manager.resolve(found, transport_registry.TRANSPORTS[self.kind].credentials_schema)
 
     def set_credentials(self, values: dict) -> None:
         self.credentials_encrypted = credential_store.encrypt(values)

@@ -302,3 +302,24 @@ def test_an_s3_role_and_per_format_headers_are_stored_as_typed(admin_client, cli
     config = Destination.objects.get().config
     assert config["role_arn"] == "arn:aws:iam::123456789012:role/delivery" and config["external_id"] == "games-2026"
     assert config["cache_control_by_format"].splitlines() == ["json: max-age=5", "xml: public, max-age=60"]
+
+
+def test_credentials_can_be_a_reference_to_an_aws_secret_shown_as_such(admin_client, client_row):
+    """Issue 40: the admin stores which secret to read, never its value, and says so on the page."""
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(
+        client_row, sftp__cred__password="", aws_secret="omnium/clients/sportstar-sftp",
+        aws_secret_stage="AWSCURRENT"))
+
+    assert reply.status_code == 302, reply.context["adminform"].form.errors
+    destination = Destination.objects.get()
+    assert destination.stored_credentials == {
+        "aws_secret": {"id": "omnium/clients/sportstar-sftp", "stage": "AWSCURRENT"}}
+    page = admin_client.get(f"/admin/clients/destination/{destination.pk}/change/").content.decode()
+    assert "Read from AWS Secrets Manager: secret &#x27;omnium/clients/sportstar-sftp&#x27;" in page
+
+
+def test_typed_credentials_and_a_secret_at_once_are_refused(admin_client, client_row):
+    reply = admin_client.post("/admin/clients/destination/add/", _sftp_form(client_row, aws_secret="omnium/x"))
+
+    assert reply.status_code == 200
+    assert "Type the credentials or name a secret, not both." in str(reply.context["adminform"].form.errors)

@@ -23,7 +23,7 @@ from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
 from omnium.database import claim_renewal
 from omnium.delivery import health, kicks
-from omnium.delivery.engine import backoff, deletion, lease, owed_files, proofs, rendering
+from omnium.delivery.engine import backoff, deletion, lease, owed_files, proofs, rendering, transport_cache
 from omnium.delivery.engine.owed_files import OwedFile
 from omnium.delivery.engine.transport_cache import transport_for
 from omnium.delivery.kicks import kick
@@ -314,6 +314,8 @@ def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception
         last_error=message, last_attempt_at=now, failed_seq=owed.version.seq, **marks)
     health.record_event("dead_lettered" if marks else "failed", destination.pk, doc_key=owed.doc_key,
                         error=message)
+    if getattr(exc, "reason", None) == Reason.AUTH_REFUSED or getattr(exc, "status", None) == 401:
+        transport_cache.credentials_refused(destination)
     if back_off and not cut_by_pause:
         backoff.failed(destination, message, retry_after=getattr(exc, "retry_after", None), permanent=permanent,
                        reason=getattr(exc, "reason", Reason.OTHER))

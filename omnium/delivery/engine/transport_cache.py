@@ -1,42 +1,65 @@
 """One transport per destination per process, reused across sends (e.g. one S3 client),
-and replaced when the destination's settings or credentials change."""
+and replaced when the destination's settings or credentials change, a rotated AWS secret
+that its credentials come from included."""
 
 import hashlib
 import json
 import threading
+from dataclasses import dataclass
 
+from omnium.clients import secrets_manager
 from omnium.transports import registry
 
+
+@dataclass(frozen=True)
+class _Cached:
+    fingerprint: str
+    transport: object
+    destination: object  # the Destination it was made for
+    from_secret: bool  # its credentials come from AWS Secrets Manager: look again at each use
+
+
 _lock = threading.Lock()
-# By destination id: (fingerprint of its settings, the transport, the Destination it was made for).
-_cache: dict[int, tuple[str, object, object]] = {}
+_cache: dict[int, _Cached] = {}
 
 
-def _fingerprint(destination) -> str:
-    settings = json.dumps([destination.kind, destination.config], sort_keys=True).encode()
+def _fingerprint(destination, secret_version: str | None) -> str:
+    settings = json.dumps([destination.kind, destination.config, secret_version], sort_keys=True).encode()
     return hashlib.sha256(settings + bytes(destination.credentials_encrypted)).hexdigest()
 
 
 def transport_for(destination):
+    """The destination's transport; raises CredentialError (or SecretError) when its
+    credentials cannot be had, and then sends nothing."""
     with _lock:
         cached = _cache.get(destination.pk)
     # The same Destination object as the last time: the sender loads one again only when its
     # row changed (sender._destination), so nothing to compare (the fingerprint's JSON and hash
     # were 2 % of a delivery worker's Python time in a fan-out).
-    if cached and cached[2] is destination:
-        return cached[1]
-    fingerprint = _fingerprint(destination)
-    if cached and cached[0] == fingerprint:
+    if cached and cached.destination is destination and not cached.from_secret:
+        return cached.transport
+    credentials, secret_version = destination.credentials_and_secret_version()
+    fingerprint = _fingerprint(destination, secret_version)
+    if cached and cached.fingerprint == fingerprint:
         with _lock:
-            _cache[destination.pk] = (fingerprint, cached[1], destination)
-        return cached[1]
-    transport = registry.transport_for(destination.kind, destination.config, destination.credentials)
+            _cache[destination.pk] = _Cached(fingerprint, cached.transport, destination, cached.from_secret)
+        return cached.transport
+    transport = registry.transport_for(destination.kind, destination.config, credentials)
     with _lock:
         old = _cache.get(destination.pk)
-        _cache[destination.pk] = (fingerprint, transport, destination)
+        _cache[destination.pk] = _Cached(fingerprint, transport, destination, secret_version is not None)
     if old:
-        old[1].close()
+        old.transport.close()
     return transport
+
+
+def credentials_refused(destination) -> None:
+    """The server refused the destination's credentials: if they come from an AWS secret, read
+    it again at the next send rather than after OMNIUM_SECRETS_CACHE_S (it may have been rotated)."""
+    with _lock:
+        cached = _cache.get(destination.pk)
+    if cached is not None and cached.from_secret:
+        secrets_manager.forget(secrets_manager.reference_in(destination.stored_credentials))
 
 
 def cut(destination_id: int) -> bool:
@@ -45,5 +68,5 @@ def cut(destination_id: int) -> bool:
         cached = _cache.get(destination_id)
     if cached is None:
         return False
-    cached[1].cut()
+    cached.transport.cut()
     return True
