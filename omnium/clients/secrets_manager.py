@@ -9,7 +9,8 @@ The worker reads it with its own AWS identity (boto3's default chain; the region
 else ``AWS_REGION``; the endpoint from ``AWS_ENDPOINT_URL_SECRETS_MANAGER`` where set) and keeps
 it ``OMNIUM_SECRETS_CACHE_S`` seconds, so a rotation reaches every worker within that time; a
 send the server refuses for its credentials drops the kept value (``forget``), so the next try
-reads the rotated one at once. A secret that cannot be read is a ``SecretError``: nothing is
+reads the rotated one at once, or AWSPREVIOUS while the server has not caught up with a
+rotation. A secret that cannot be read is a ``SecretError``: nothing is
 sent, and the destination shows why.
 """
 
@@ -78,9 +79,11 @@ class _Kept:
         with self._lock:
             self._values[key] = (time.monotonic(), value, version)
 
-    def drop(self, key) -> None:
+    def drop(self, key) -> str | None:
+        """Forget the value kept for ``key``; returns its version id."""
         with self._lock:
-            self._values.pop(key, None)
+            dropped = self._values.pop(key, None)
+        return dropped[2] if dropped else None
 
 
 _kept = _Kept()
@@ -93,6 +96,8 @@ def resolve(found: dict, names: Iterable[str]) -> tuple[dict, str]:
     kept = _kept.get(key)
     if kept is None:
         kept = _read(*key)
+        if key[1] == "AWSCURRENT" and _refused.pop(key, None) == kept[1]:
+            kept = _previous_if_any(found["id"], kept)
         _kept.put(key, *kept)
     value, version = kept
     names = list(names)
@@ -102,9 +107,25 @@ def resolve(found: dict, names: Iterable[str]) -> tuple[dict, str]:
     return credentials, version
 
 
+# By (id, stage): the version the destination's server refused last.
+_refused: dict[tuple[str, str], str] = {}
+
+
 def forget(found: dict) -> None:
-    """Read the secret again at next use (the server refused what it held)."""
-    _kept.drop((found["id"], found["stage"]))
+    """The server refused what the secret held: read it again at next use. If AWSCURRENT still
+    holds what was refused, a rotation is in flight (the secret moved on before the server did):
+    AWSPREVIOUS serves for OMNIUM_SECRETS_CACHE_S, then AWSCURRENT is tried again."""
+    key = (found["id"], found["stage"])
+    refused_version = _kept.drop(key)
+    if refused_version is not None:
+        _refused[key] = refused_version
+
+
+def _previous_if_any(secret_id: str, current: tuple[dict, str]) -> tuple[dict, str]:
+    try:
+        return _read(secret_id, "AWSPREVIOUS")
+    except SecretError:  # no previous version (never rotated), or not readable: keep the current
+        return current
 
 
 def _read(secret_id: str, stage: str) -> tuple[dict, str]:

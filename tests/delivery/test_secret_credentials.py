@@ -157,3 +157,20 @@ def test_a_worker_whose_identity_may_not_read_the_secret_sends_nothing(
 
     assert not receiver.deliveries
     assert "the worker's AWS identity may not read secret" in _last_error(destination)
+
+
+def test_while_a_rotation_is_in_flight_the_previous_version_is_used(
+        small_games, subscribe, receiver, secret, worker_identity):
+    """The secret was rotated before the client's server took the new value: AWSCURRENT is
+    refused, so AWSPREVIOUS serves until the server catches up."""
+    name = secret({"secret": WEBHOOK_SECRET})
+    secret.rotate(name, {"secret": ROTATED_SECRET})  # the receiver still verifies the old one
+    destination = _subscribed(small_games, subscribe, receiver, name)
+
+    sender.drain(destination.pk)
+    assert "401" in _last_error(destination)
+    _retry_time_has_come(destination)
+    sender.drain(destination.pk)
+
+    last = DeliveryAttempt.objects.filter(destination=destination).latest("pk")
+    assert last.ok and receiver.received(f"{small_games.code}/calendar.json")
