@@ -27,8 +27,17 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 
 def _secret(name: str, default: str) -> str:
-    """A secret from NAME, or from the file named by NAME_FILE."""
+    """A secret from NAME, from the file named by NAME_FILE, or from the AWS Secrets Manager
+    secret named by NAME_AWS_SECRET (read once at start with the process's own AWS identity)."""
     path, value = env.str(f"{name}_FILE", default=""), env.str(name, default=default)
+    secret_id = env.str(f"{name}_AWS_SECRET", default="")
+    if secret_id:
+        from omnium.clients.secrets_manager import SecretError, read_text
+
+        try:
+            return read_text(secret_id).strip()
+        except SecretError as exc:
+            raise ImproperlyConfigured(f"{name}_AWS_SECRET: {exc}") from exc
     if path:
         try:
             return Path(path).read_text().strip()

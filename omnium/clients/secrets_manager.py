@@ -128,10 +128,27 @@ def _previous_if_any(secret_id: str, current: tuple[dict, str]) -> tuple[dict, s
         return current
 
 
+def read_text(secret_id: str) -> str:
+    """The text of the secret's current version (a process's own secrets: settings._secret)."""
+    return _get(secret_id, "AWSCURRENT").get("SecretString") or ""
+
+
 def _read(secret_id: str, stage: str) -> tuple[dict, str]:
+    reply = _get(secret_id, stage)
+    try:
+        value = json.loads(reply.get("SecretString") or "")
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise SecretError(f"AWS secret {secret_id!r} is not a JSON object of credentials (e.g. "
+                          '{"password": "…"})')
+    return value, reply["VersionId"]
+
+
+def _get(secret_id: str, stage: str) -> dict:
     client = _client(secret_id)
     try:
-        reply = client.get_secret_value(SecretId=secret_id, VersionStage=stage)
+        return client.get_secret_value(SecretId=secret_id, VersionStage=stage)
     except ClientError as exc:
         raise _refusal(exc, secret_id, stage) from exc
     except NoCredentialsError as exc:
@@ -142,14 +159,6 @@ def _read(secret_id: str, stage: str) -> tuple[dict, str]:
                           permanent=False) from exc
     finally:
         client.close()
-    try:
-        value = json.loads(reply.get("SecretString") or "")
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise SecretError(f"AWS secret {secret_id!r} is not a JSON object of credentials (e.g. "
-                          '{"password": "…"})')
-    return value, reply["VersionId"]
 
 
 def _client(secret_id: str):

@@ -8,10 +8,15 @@ answers 401 to a signature made with any secret but its own."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 
 import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings as django_settings
 
 from omnium.clients import secrets_manager
 from omnium.delivery.engine import sender
@@ -174,3 +179,37 @@ def test_while_a_rotation_is_in_flight_the_previous_version_is_used(
 
     last = DeliveryAttempt.objects.filter(destination=destination).latest("pk")
     assert last.ok and receiver.received(f"{small_games.code}/calendar.json")
+
+
+PRINT_KEY_RING = ("import django; django.setup(); from django.conf import settings; "
+                  "print(','.join(settings.OMNIUM_CREDENTIAL_KEYS))")
+
+
+def _start_a_process(aws_account, worker_keys, **variables) -> subprocess.CompletedProcess:
+    environment = {"DJANGO_SETTINGS_MODULE": "omnium.settings", "DJANGO_DEBUG": "false",
+                   "DJANGO_SECRET_KEY": "a-real-secret-key-for-this-test-0123456789-abcdefghijklmnop",
+                   "AWS_ACCESS_KEY_ID": worker_keys[0], "AWS_SECRET_ACCESS_KEY": worker_keys[1],
+                   "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_SECRETS_MANAGER": aws_account.endpoint_url,
+                   "PATH": os.environ["PATH"], **variables}
+    return subprocess.run([sys.executable, "-c", PRINT_KEY_RING], env=environment, cwd=django_settings.BASE_DIR,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_credential_key_ring_may_come_from_secrets_manager(aws_account, worker_keys):
+    """Nothing in an environment file: the delivery worker's key ring is read at start."""
+    ring = f"{Fernet.generate_key().decode()},{Fernet.generate_key().decode()}"
+    name = f"omnium/test/key-ring-{uuid.uuid4().hex[:8]}"
+    aws_account.client("secretsmanager", aws_account.inspector).create_secret(Name=name, SecretString=ring)
+
+    started = _start_a_process(aws_account, worker_keys, OMNIUM_CREDENTIAL_KEYS_AWS_SECRET=name)
+
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip() == ring
+
+
+def test_a_key_ring_secret_that_cannot_be_read_stops_the_process_naming_the_variable(aws_account, worker_keys):
+    started = _start_a_process(aws_account, worker_keys, OMNIUM_CREDENTIAL_KEYS_AWS_SECRET="omnium/test/no-ring")
+
+    assert started.returncode != 0
+    assert ("ImproperlyConfigured: OMNIUM_CREDENTIAL_KEYS_AWS_SECRET: AWS Secrets Manager has no secret "
+            "'omnium/test/no-ring'") in started.stderr
