@@ -352,6 +352,9 @@ OMNIUM = {
     # this margin (time to record a proof), so a zombie sender has given up before its
     # lease can pass to another.
     "DELIVERY_LEASE_MARGIN_S": _positive_float("OMNIUM_DELIVERY_LEASE_MARGIN_S", 30.0),
+    # A stopping delivery worker waits this long for its sends in flight, then cuts them (a send
+    # has 60 s at most; systemd's TimeoutStopSec, 90 s, leaves time to record and release).
+    "DELIVERY_STOP_DEADLINE_S": _positive_float("OMNIUM_DELIVERY_STOP_DEADLINE_S", 65.0),
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
     # Destinations reach public addresses only; these networks (CIDRs) are allowed as well, e.g.

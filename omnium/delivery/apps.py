@@ -10,4 +10,4 @@ class DeliveryConfig(AppConfig):
         from omnium.delivery import fanout, settings_changes  # noqa: F401
         from omnium.delivery.engine import deletion  # noqa: F401
         from omnium.delivery.operations import dead_mans_switch, key_cleanup  # noqa: F401
-        from omnium.delivery.worker import queues, worker_threads  # noqa: F401
+        from omnium.delivery.worker import queues, warm_shutdown, worker_threads  # noqa: F401

@@ -12,4 +12,6 @@
 - `transport_cache`: one transport per destination per process (one S3 client, one SFTP
   session), and cutting a send in progress when its destination is paused.
 - `deletion`: a destination deleted while it sends.
+- `stopping`: a worker's warm shutdown: drains hand over after the send in flight, and sends
+  that outlast the stop deadline are cut and recorded.
 """

@@ -23,7 +23,16 @@ from omnium.clients.credentials import CredentialError
 from omnium.clients.models import Destination
 from omnium.database import claim_renewal
 from omnium.delivery import health, kicks
-from omnium.delivery.engine import backoff, deletion, lease, owed_files, proofs, rendering, transport_cache
+from omnium.delivery.engine import (
+    backoff,
+    deletion,
+    lease,
+    owed_files,
+    proofs,
+    rendering,
+    stopping,
+    transport_cache,
+)
 from omnium.delivery.engine.owed_files import OwedFile
 from omnium.delivery.engine.transport_cache import transport_for
 from omnium.delivery.kicks import kick
@@ -66,7 +75,8 @@ def drain(destination_id: int) -> str:
         return _drain_and_release(destination_id, taken, started, claimed_at)
 
     # A deleted destination's lease cannot be taken (its sender state row's foreign key).
-    return deletion.unless_deleted(destination_id, acquire_and_drain, Outcome.OFF)
+    with stopping.draining(destination_id):
+        return deletion.unless_deleted(destination_id, acquire_and_drain, Outcome.OFF)
 
 
 # The destination and its client, loaded through the ORM only when either row changed since
@@ -173,8 +183,10 @@ def _reason_to_stop(destination: Destination | None, first: OwedFile, held: Held
         return Outcome.OFF
     if first.gate is not None:
         return Outcome.IDLE
-    if time.monotonic() - started > DRAIN_BUDGET_S:
-        return Outcome.DRAINED  # hand over to a fresh task (re-kicked by drain), keeping queues fair
+    if time.monotonic() - started > DRAIN_BUDGET_S or stopping.under_way():
+        # Hand over to a fresh task (re-kicked by drain): keeps the queues fair, and a worker
+        # that is stopping leaves the rest to another at once.
+        return Outcome.DRAINED
     if not held.claim.held():
         return Outcome.LOST_LEASE
     return None
@@ -303,6 +315,8 @@ def _record_failure(destination, owed: OwedFile, attempt_id: int, exc: Exception
     cut_by_pause = backoff.gate(destination.pk) == backoff.Gate.PAUSED
     if cut_by_pause:
         message = f"cut by a pause: {message}"
+    elif stopping.was_cut(destination.pk):
+        message = f"cut: the worker was stopping and the send outlasted its drain deadline: {message}"
     log.warning("send of %s to destination %s failed (%s): %s", owed.doc_key, destination.pk,
                 "permanent" if permanent else "transient", message)
     proofs.finish_attempt(attempt_id, started, ok=False, error_class=type(exc).__name__, error=message,

@@ -7,4 +7,6 @@ destination's queue.
   delivery worker consume a new one.
 - `worker_threads`: the worker's start: its heartbeat thread, the control listener (a pause
   cuts a send in progress), and the destinations loaded ahead of their first drains.
+- `warm_shutdown`: SIGTERM starts engine.stopping (hand over after the send in flight, cut
+  what outlasts OMNIUM_DELIVERY_STOP_DEADLINE_S).
 """
