@@ -6,7 +6,7 @@
 - `lease`: one sender per destination at a time, across every process and host
   (acquire, renew, release, and the SQL fragments that fuse them into other statements).
 - `owed_files`: what is owed next, read with the lease or after each push, attempts opened.
-- `rendering`: the current version in the subscription's shape, and its path.
+- `rendering`: a version (as read with the owed files) in the subscription's shape.
 - `proofs`: the attempt rows and the proofs, forward only, in one statement per push.
 - `backoff`: quick retries with jitter, then the slow pace; a failure's status and alert.
 - `transport_cache`: one transport per destination per process (one S3 client, one SFTP

@@ -15,7 +15,6 @@ from omnium.caching.memory_lru import ByteBoundedLru
 from omnium.clients.transforms import TRANSFORMS
 from omnium.clients.transforms.base import Marks, Rendered
 from omnium.database.server_binding import server_binding_cursor
-from omnium.feeds.models import FeedDocument
 
 CACHE_BYTES = 96 * 1024 * 1024
 
@@ -42,12 +41,6 @@ _cache = ByteBoundedLru(CACHE_BYTES, size_of=_size)
 def forget_all() -> None:
     """Drop every kept body and render (for tests that copy the same versions back)."""
     _cache.clear()
-
-
-def current_version(doc_key: str) -> CurrentVersion | None:
-    row = FeedDocument.objects.filter(doc_key=doc_key).values_list(
-        "seq", "content_hash", "changed_at", "feed_type", "filter", "built_at").first()
-    return None if row is None else CurrentVersion(doc_key, row[0], bytes(row[1]), *row[2:])
 
 
 def render(version: CurrentVersion, transform: str, marks: Marks) -> Rendered:
