@@ -5,7 +5,8 @@
 #   FTP   pyftpdlib (+ FTPS)     PyPI pyftpdlib, pyopenssl, in requirements.txt
 #   Azure Blob  Azurite          npm azurite (Microsoft's emulator), pinned, into .tools/azurite
 #   the browser test's Chromium (Debian chromium, driven by Playwright from PyPI), wrk for
-#   bench/pull.py and HAProxy in front of the API servers (deploy/haproxy), Debian packages
+#   bench/pull.py, HAProxy in front of the API servers (deploy/haproxy) and promtool (Debian's
+#   prometheus package, for deploy/prometheus and deploy/grafana), Debian packages
 # Redis is the machine's own server (db 14); the other hosts are threads in the tests.
 #
 # Idempotent and quick when everything is there: it only asks apt or pip when something is
@@ -20,7 +21,7 @@ if [ ! -x "$python" ]; then
     exit 1
 fi
 
-APT_PACKAGES=(openssh-server chromium wrk haproxy)
+APT_PACKAGES=(openssh-server chromium wrk haproxy prometheus)
 
 missing_apt_packages() {
     local package
@@ -52,6 +53,7 @@ fi
 
 test -x /usr/sbin/sshd
 command -v haproxy >/dev/null
+command -v promtool >/dev/null
 "$(dirname "$python")/weed" version >/dev/null 2>&1
 "$azurite" --version >/dev/null
-echo "test-servers: ready (sshd, weed, pyftpdlib, azurite, haproxy)"
+echo "test-servers: ready (sshd, weed, pyftpdlib, azurite, haproxy, promtool)"
