@@ -357,6 +357,9 @@ OMNIUM = {
     "DELIVERY_STOP_DEADLINE_S": _positive_float("OMNIUM_DELIVERY_STOP_DEADLINE_S", 65.0),
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
+    # Where staff open Flower (e.g. https://ops.example.com/flower): the admin links each
+    # destination's queue there. Empty: the queue's name is shown without a link.
+    "FLOWER_URL": env.str("OMNIUM_FLOWER_URL", default=""),
     # Destinations reach public addresses only; these networks (CIDRs) are allowed as well, e.g.
     # 127.0.0.0/8 on a development machine (omnium/transports/address_policy.py).
     "DESTINATION_ALLOWED_NETWORKS": _networks("OMNIUM_DESTINATION_ALLOWED_NETWORKS"),

@@ -32,6 +32,7 @@ os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the setti
 os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 DEMO_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/omnium_demo"  # a RabbitMQ vhost of the demo's own
 os.environ.setdefault("CELERY_BROKER_URL", DEMO_BROKER_URL)
+os.environ.setdefault("OMNIUM_FLOWER_URL", "http://127.0.0.1:5555")  # the admin links each queue to Flower below
 
 import django  # noqa: E402
 

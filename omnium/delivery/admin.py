@@ -11,10 +11,12 @@ from django.views.decorators.http import require_POST
 
 from omnium.clients.admin import DestinationAdmin
 from omnium.clients.models import Destination
+from omnium.conf import omnium_setting
 from omnium.delivery.models import DeliveryAttempt, DeliveryState, DeliverySwitch, Probe
 from omnium.delivery.operations import control, probes
 from omnium.delivery.permissions import may_drive_delivery
 from omnium.read_only_admin import ReadOnlyAdmin
+from omnium.routing import delivery_queue
 
 
 def _own_probes(request):
@@ -47,7 +49,7 @@ def _shown(probe: Probe, with_destination: bool = True) -> dict:
 class DestinationDeliveryAdmin(DestinationAdmin):
     """A destination's settings (from `clients`) with the actions that drive its delivery."""
 
-    list_display = [*DestinationAdmin.list_display, "files_owed", "status_link"]
+    list_display = [*DestinationAdmin.list_display, "files_owed", "status_link", "queue"]
     actions = ["test_connection", "pause", "resume", "retry_now", "replay_dead_letters"]
     change_form_template = "admin/delivery/destination_change_form.html"
 
@@ -120,6 +122,22 @@ class DestinationDeliveryAdmin(DestinationAdmin):
     def status_link(self, destination):
         url = reverse("delivery-client-status", args=[destination.client_id])
         return format_html('<a href="{}#destination-{}">status</a>', url, destination.pk)
+
+    @admin.display(description="queue")
+    def queue(self, destination):
+        """The destination's queue by name (Flower and RabbitMQ list queues, not clients), linked
+        to Flower's broker page when OMNIUM_FLOWER_URL says where Flower is."""
+        name = delivery_queue(destination.pk)
+        flower = omnium_setting("FLOWER_URL")
+        if not flower:
+            return name
+        return format_html('<a href="{}/broker" title="find {} in Flower\'s broker page">{}</a>',
+                           flower.rstrip("/"), name, name)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra = {"queue": delivery_queue(int(object_id)) if str(object_id).isdigit() else None,
+                 "flower_url": (omnium_setting("FLOWER_URL") or "").rstrip("/"), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra)
 
     @admin.action(description="Pause the selected destinations", permissions=["change"])
     def pause(self, request, queryset):
