@@ -12,6 +12,7 @@ shutdown signal (delivery.worker.warm_shutdown).
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,7 +22,10 @@ log = logging.getLogger(__name__)
 
 _stopping = threading.Event()
 _lock = threading.Lock()
-_in_flight: set[int] = set()  # destinations with a drain running in this process
+# Drains running in this process, by destination: two at once for one destination happen (a
+# kick that arrives during a drain finds the lease held and returns), and the first to end
+# must not hide the other.
+_in_flight: Counter[int] = Counter()
 _cut: set[int] = set()  # those whose send was cut at the drain deadline
 
 
@@ -33,12 +37,14 @@ def under_way() -> bool:
 @contextmanager
 def draining(destination_id: int) -> Iterator[None]:
     with _lock:
-        _in_flight.add(destination_id)
+        _in_flight[destination_id] += 1
     try:
         yield
     finally:
         with _lock:
-            _in_flight.discard(destination_id)
+            _in_flight[destination_id] -= 1
+            if not _in_flight[destination_id]:
+                del _in_flight[destination_id]
 
 
 def begin(deadline_s: float) -> threading.Timer:
