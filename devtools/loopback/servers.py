@@ -222,16 +222,9 @@ def start_aws(workdir: Path) -> AwsServer:
     argv = [sys.executable, "-m", "moto.server", "--host", LOOPBACK, "--port", str(port)]
     process = server_process("moto", argv, workdir)
     server = AwsServer(f"http://{LOOPBACK}:{port}", process)
-    process.wait_until(lambda: _answers_http(f"{server.endpoint_url}/moto-api/"), timeout=30)
+    process.wait_for_port(port)
     server.lay_out_the_account()
     return server
-
-
-def _answers_http(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=2).ok
-    except requests.RequestException:
-        return False
 
 
 # --- Azure Blob Storage: Azurite ----------------------------------------------------------

@@ -45,6 +45,12 @@ def _shown(probe: Probe, with_destination: bool = True) -> dict:
     return shown
 
 
+def _flower_broker_page() -> str | None:
+    """Flower's page that lists every queue, or None when OMNIUM_FLOWER_URL is not set."""
+    flower = omnium_setting("FLOWER_URL")
+    return f"{flower.rstrip('/')}/broker" if flower else None
+
+
 @admin.register(Destination)
 class DestinationDeliveryAdmin(DestinationAdmin):
     """A destination's settings (from `clients`) with the actions that drive its delivery."""
@@ -127,16 +133,14 @@ class DestinationDeliveryAdmin(DestinationAdmin):
     def queue(self, destination):
         """The destination's queue by name (Flower and RabbitMQ list queues, not clients), linked
         to Flower's broker page when OMNIUM_FLOWER_URL says where Flower is."""
-        name = delivery_queue(destination.pk)
-        flower = omnium_setting("FLOWER_URL")
-        if not flower:
+        name, flower = delivery_queue(destination.pk), _flower_broker_page()
+        if flower is None:
             return name
-        return format_html('<a href="{}/broker" title="find {} in Flower\'s broker page">{}</a>',
-                           flower.rstrip("/"), name, name)
+        return format_html('<a href="{}" title="find {} in Flower\'s broker page">{}</a>', flower, name, name)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra = {"queue": delivery_queue(int(object_id)) if str(object_id).isdigit() else None,
-                 "flower_url": (omnium_setting("FLOWER_URL") or "").rstrip("/"), **(extra_context or {})}
+                 "flower_broker_page": _flower_broker_page(), **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra)
 
     @admin.action(description="Pause the selected destinations", permissions=["change"])

@@ -193,18 +193,22 @@ class AMQPTransport(Transport):
         if reason == Reason.TLS_REFUSED:  # a certificate no retry makes trusted, or for another host
             return TransportError(f"amqp: {exc}", permanent=True, reason=reason)
         seconds = self.config["send_timeout" if connected else "connect_timeout"]
-        if isinstance(exc, socket.timeout | TimeoutError):
-            return TransportError(f"amqp: no answer: {exc}", reason=reason, seconds=seconds)
-        return TransportError(f"amqp: {type(exc).__name__}: {exc}", reason=reason, seconds=seconds)
+        what = "no answer" if isinstance(exc, socket.timeout | TimeoutError) else type(exc).__name__
+        return TransportError(f"amqp: {what}: {exc}", reason=reason, seconds=seconds)
+
+    def _take_connection(self) -> amqp.Connection | None:
+        """The pooled connection, which the transport no longer holds."""
+        connection, self._connection, self._channel = self._connection, None, None
+        return connection
 
     def _drop_connection(self) -> None:
-        connection, self._connection, self._channel = self._connection, None, None
+        connection = self._take_connection()
         if connection is not None:
             connection.collect()
 
     def close(self) -> None:
         """Close the pooled connection politely, within the connect timeout."""
-        connection, self._connection, self._channel = self._connection, None, None
+        connection = self._take_connection()
         if connection is None:
             return
         try:

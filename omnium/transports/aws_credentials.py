@@ -58,6 +58,8 @@ class AwsSessions:
         self._source = boto3.session.Session(aws_access_key_id=access_key or None,
                                              aws_secret_access_key=secret_key or None, region_name=region)
         self._role = role
+        # Stored keys and no role: the credentials never change, nothing to look up per send.
+        self._fixed = bool(access_key) and role is None
         self._client_config = client_config
         self._lock = threading.Lock()
         self._session: boto3.session.Session | None = None
@@ -72,13 +74,15 @@ class AwsSessions:
     def current(self) -> boto3.session.Session:
         """A session with credentials good for a while. Raises botocore's errors when there
         are none, or when a role must be assumed and STS refuses or cannot be reached."""
+        if self._fixed:
+            return self._source
         with self._lock:
-            source = outside_any_deadline(self._source_credentials)
-            if self._role is None:
+            if self._role is None:  # the worker's own identity: the chain renews it, we follow
+                source = outside_any_deadline(self._source_credentials)
                 if source != self._made_from:
                     self._session, self._made_from = self._session_of(*source), source
             elif self._session is None or self._seconds_left() < REFRESH_BEFORE_EXPIRY_S:
-                self._renew_role(source)
+                self._renew_role(outside_any_deadline(self._source_credentials))
             return self._session
 
     def _source_credentials(self) -> tuple[str, str, str | None]:

@@ -25,24 +25,23 @@ _HEADER_VALUE = re.compile(r"[\x20-\x7e]+")
 _MEDIA_TYPE = re.compile(r"[\w.+-]+/[\w.+-]+(\s*;.*)?")
 
 
+def _rules(text: str | None):
+    """(line number, extension, whether it had a colon, value) of each line that is not blank."""
+    for number, line in enumerate((text or "").splitlines(), start=1):
+        if line.strip():
+            extension, colon, value = line.partition(":")
+            yield number, extension.strip().lstrip(".").lower(), bool(colon), value.strip()
+
+
 def parse_rules(text: str | None) -> dict[str, str]:
     """``{extension: value}`` of a valid rules setting (see ``rules_problem``)."""
-    rules = {}
-    for line in (text or "").splitlines():
-        if line.strip():
-            extension, _, value = line.partition(":")
-            rules[extension.strip().lstrip(".").lower()] = value.strip()
-    return rules
+    return {extension: value for _, extension, _, value in _rules(text)}
 
 
 def rules_problem(text: str, *, media_types: bool = False) -> str | None:
     """What is wrong with a rules setting, as a message tail, or None."""
     seen = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        extension, colon, value = line.partition(":")
-        extension, value = extension.strip().lstrip(".").lower(), value.strip()
+    for number, extension, colon, value in _rules(text):
         if not colon or not _EXTENSION.fullmatch(extension):
             return f"line {number} must read '<extension>: <value>', e.g. 'json: max-age=5'"
         if extension in seen:

@@ -131,9 +131,10 @@ class S3Transport(Transport):
         super().__init__(config, credentials)
         self._client = None
         self._client_session = None  # the session self._client was made from
+        self._client_config = self._botocore_config()
         self._sessions = AwsSessions(region=self.config["region"], access_key=self.credentials.get("access_key"),
                                      secret_key=self.credentials.get("secret_key"), role=self._role(),
-                                     client_config=self._botocore_config())
+                                     client_config=self._client_config)
         self._headers = object_headers.ObjectHeaders(self.config)
         self._object_options = {parameter: self.config[name] for name, parameter in OBJECT_SETTINGS.items()
                                 if self.config.get(name)}
@@ -217,7 +218,7 @@ class S3Transport(Transport):
         if self._client is None or session is not self._client_session:
             self.close()
             self._client = session.client("s3", endpoint_url=self.config.get("endpoint_url"),
-                                          config=self._botocore_config())
+                                          config=self._client_config)
             self._client_session = session
         return self._client
 

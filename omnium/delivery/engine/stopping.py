@@ -47,9 +47,9 @@ def draining(destination_id: int) -> Iterator[None]:
                 del _in_flight[destination_id]
 
 
-def begin(deadline_s: float) -> threading.Timer:
+def begin(deadline_s: float) -> None:
     """Stop: drains end after their send in flight, and those still running after
-    ``deadline_s`` are cut (`cut_unfinished`). Returns the deadline's timer."""
+    ``deadline_s`` are cut (`cut_unfinished`)."""
     _stopping.set()
     with _lock:
         running = sorted(_in_flight)
@@ -58,7 +58,6 @@ def begin(deadline_s: float) -> threading.Timer:
     timer = threading.Timer(deadline_s, cut_unfinished, args=(deadline_s,))
     timer.daemon = True
     timer.start()
-    return timer
 
 
 def cut_unfinished(deadline_s: float) -> list[int]:
