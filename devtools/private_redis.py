@@ -13,8 +13,8 @@ class PrivateRedis:
     """Without persistence: a restart loses every key, the harshest kind of Redis restart
     (Omnium keeps only hints and caches there, ARCHITECTURE rule 1)."""
 
-    def __init__(self, name: str, log_dir: Path | None = None):
-        self.name, self.log_dir = name, log_dir
+    def __init__(self, name: str, log_dir: Path | None = None, *, more_arguments: tuple[str, ...] = ()):
+        self.name, self.log_dir, self.more_arguments = name, log_dir, more_arguments
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix=f"{name}-")
         self.url = f"redis://127.0.0.1:{self.port}/0"
@@ -23,7 +23,7 @@ class PrivateRedis:
     def _start(self) -> ManagedProcess:
         process = ManagedProcess(
             [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir], self.name, log_dir=self.log_dir)
+             "--appendonly", "no", "--dir", self.dir, *self.more_arguments], self.name, log_dir=self.log_dir)
         process.wait_for_port(self.port)
         return process
 

@@ -366,3 +366,41 @@ def _what_has_arrived(sock: socket.socket) -> bytes:
         if not chunk:
             return arrived
         arrived += chunk
+
+
+class MovingEndpoint(MisbehavingHost):
+    """A managed service's endpoint (ElastiCache's primary endpoint, a cloud load balancer):
+    one fixed address that forwards each new connection to whichever server is behind it now.
+    ``move_to`` changes that for new connections only: those already open stay where they
+    were, as TCP connections to a name whose DNS record moved do."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        super().__init__()
+
+    def move_to(self, target_port: int) -> None:
+        self.target_port = target_port
+
+    def serve(self, conn: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection((LOOPBACK, self.target_port), timeout=5)
+        except OSError:
+            conn.close()
+            return
+        self._connections.append(upstream)
+        threading.Thread(target=_pump, args=(upstream, conn), daemon=True).start()
+        _pump(conn, upstream)
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    """Copy bytes from ``source`` to ``sink`` until either side ends, then end both."""
+    try:
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    for sock in (source, sink):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

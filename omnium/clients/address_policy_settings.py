@@ -2,10 +2,13 @@
 
 Allowed: public addresses, the networks of OMNIUM_DESTINATION_ALLOWED_NETWORKS, and the pull
 cache's own Redis (OMNIUM_PULL_REDIS_URL, its address and port only), which the system's own
-Redis destinations write to wherever it runs.
+Redis destinations write to wherever it runs. Behind Sentinel, that is the Sentinels and every
+node they name for the service (primary and replicas, asked again every SENTINEL_NODES_AGE_S,
+so a replica promoted by a failover is already allowed).
 """
 
 import socket
+import time
 from functools import lru_cache
 from urllib.parse import urlsplit
 
@@ -15,29 +18,43 @@ from omnium.conf import omnium_setting
 from omnium.transports import address_policy
 from omnium.transports.address_policy import AddressPolicy
 from omnium.transports.base import Transport
+from omnium.transports.deadline import outside_any_deadline
+from omnium.transports.redis_servers import is_sentinel_url, nodes_named_by_sentinels, sentinel_url
 from omnium.transports.urls import address_of_url
 
 REFUSED_ADDRESS = "address_refused"  # the ValidationError code the destination form puts beside the field
 
 
+SENTINEL_NODES_AGE_S = 60
+
+
 def policy() -> AddressPolicy:
-    return _policy(omnium_setting("DESTINATION_ALLOWED_NETWORKS"), omnium_setting("PULL_REDIS_URL"))
+    url = omnium_setting("PULL_REDIS_URL")
+    # Behind Sentinel the nodes may change: the policy is made again every SENTINEL_NODES_AGE_S.
+    age = int(time.monotonic() // SENTINEL_NODES_AGE_S) if is_sentinel_url(url) else 0
+    return _policy(omnium_setting("DESTINATION_ALLOWED_NETWORKS"), url, age)
 
 
 @lru_cache(maxsize=4)  # asked at every connect; the settings rarely change, the pull Redis's address neither
-def _policy(networks: tuple, pull_redis_url: str) -> AddressPolicy:
+def _policy(networks: tuple, pull_redis_url: str, age: int) -> AddressPolicy:
     return AddressPolicy(allowed_networks=tuple(networks), allowed_endpoints=_endpoints(pull_redis_url))
 
 
 def _endpoints(url: str) -> frozenset:
-    address = address_of_url(url)
-    if address is None:
-        return frozenset()
+    if is_sentinel_url(url):
+        # Asked from inside a send's connect: the Sentinels' own sockets are ours, not the send's.
+        addresses = {*sentinel_url(url).sentinels, *outside_any_deadline(nodes_named_by_sentinels, url)}
+    else:
+        addresses = {address_of_url(url)} - {None}
+    return frozenset(endpoint for address in addresses for endpoint in _resolved(*address))
+
+
+def _resolved(host: str, port: int) -> set:
     try:
-        found = socket.getaddrinfo(*address, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror:
-        return frozenset()
-    return frozenset((address_policy.plain_address(info[4][0]), address[1]) for info in found)
+        return set()
+    return {(address_policy.plain_address(info[4][0]), port) for info in found}
 
 
 def check(transport: type[Transport], config: dict, system: bool = False) -> None:
@@ -46,6 +63,10 @@ def check(transport: type[Transport], config: dict, system: bool = False) -> Non
     cache's own Redis: a client's destination there could overwrite what every pull client
     is served."""
     address = transport.address_of(config)
+    if not system and is_sentinel_url(config.get("url", "")):
+        raise ValidationError("redis+sentinel:// is for the pull cache's own destinations; name the "
+                              "client's primary (or its managed endpoint) with redis:// or rediss://",
+                              code=REFUSED_ADDRESS)
     refusals = list(policy().refusals_of_host(*address, transport.plaintext(config))) if address else []
     if address and not system and _is_the_pull_cache(*address) and not _another_database(transport, config):
         refusals.append(f"{address[0]}:{address[1]} is the pull cache's own Redis: only Omnium's own "

@@ -26,6 +26,7 @@ import redis
 
 from omnium import redis_keys
 from omnium.pullapi.file_memory import NEVER_CONFIRMED
+from omnium.transports.redis_servers import redis_for
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +114,9 @@ class InvalidationListener(threading.Thread):
         super().__init__(name="pull-invalidations", daemon=True)
         self.invalidations = invalidations
         self.client_id: int | None = None  # this connection's CLIENT ID, for tests and operators
-        self._pool = redis.ConnectionPool.from_url(
-            url, protocol=2, client_name=CLIENT_NAME, socket_connect_timeout=0.5, socket_timeout=1.0)
+        # A Sentinel-managed pool's connections ask the Sentinels for the primary at each connect.
+        self._pool = redis_for(url, protocol=2, client_name=CLIENT_NAME, socket_connect_timeout=0.5,
+                               socket_timeout=1.0).connection_pool
         self._stopping = threading.Event()
         self._connection = None
 

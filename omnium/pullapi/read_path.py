@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 import redis
+from redis.exceptions import ReadOnlyError
 
 from omnium.caching.memory_lru import ExpiringLru
 from omnium.caching.single_flight import SingleFlight
@@ -28,6 +29,7 @@ from omnium.pullapi import change_notices
 from omnium.pullapi.file_memory import CachedFile, FileMemory
 from omnium.pullapi.invalidations import InvalidationListener, Invalidations
 from omnium.pullapi.pull_redis import pull_redis
+from omnium.transports.redis_servers import on_read_only
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +165,9 @@ class ReadPath:
             # Expiring: only a pull cache destination keeps a key for good (pull_cache_entries).
             self._write_if_newer(keys=[key], args=[file.version, file.etag, file.gz, self._fill_ttl_s])
             self.stats.redis_writes += 1
+        except ReadOnlyError:  # a managed endpoint failed over: find the new primary next time
+            on_read_only(pull_redis())
+            log.warning("could not store %s in the pull cache: Redis answered READONLY", key)
         except redis.RedisError:
             log.warning("could not store %s in the pull cache", key, exc_info=True)
 

@@ -17,6 +17,7 @@ from omnium.encoding.pull_cache_entries import WRITE_IF_NEWER
 from .base import TIMEOUT_SETTINGS, Deadline, FeedFile, Receipt, Setting, Transport, TransportError
 from .failures import Reason, reason_of_os_error
 from .probes import ProbeSteps, probe_file_name
+from .redis_servers import is_sentinel_url, on_read_only, redis_for, sentinel_url
 from .urls import userinfo_problem
 
 # A reply no retry can change (the key holds something else). Permission and credential
@@ -26,8 +27,13 @@ PERMANENT_REPLIES = ("WRONGTYPE",)
 
 def _url_problem(url: str) -> str | None:
     # unix:// is refused: a socket file on the worker's host is never a destination.
-    if not url.startswith(("redis://", "rediss://")):
-        return "must start with redis:// or rediss://"
+    if is_sentinel_url(url):
+        try:
+            sentinel_url(url)
+        except ValueError as exc:
+            return str(exc)
+    elif not url.startswith(("redis://", "rediss://")):
+        return "must start with redis://, rediss:// or redis+sentinel://"
     return userinfo_problem(url)
 
 
@@ -63,7 +69,8 @@ class RedisTransport(Transport):
     config_schema = {
         **TIMEOUT_SETTINGS,
         "url": Setting(str, default="redis://127.0.0.1:6379/0", check=_url_problem,
-                       help="redis://host:port/db (user name and password go in the credentials)"),
+                       help="redis://host:port/db, or redis+sentinel://host:26379,…/service/db for the "
+                            "pull cache (user name and password go in the credentials)"),
         "key_prefix": Setting(str, default="feed:", help="Prefix of every key written."),
     }
     credentials_bound_to = ("url",)
@@ -76,7 +83,7 @@ class RedisTransport(Transport):
 
     def __init__(self, config: dict, credentials: dict):
         super().__init__(config, credentials)
-        self._pool = redis.ConnectionPool.from_url(
+        self._client = redis_for(
             self.config["url"],
             username=self.credentials.get("username"),
             password=self.credentials.get("password"),
@@ -84,10 +91,12 @@ class RedisTransport(Transport):
             socket_timeout=self.config["send_timeout"],
             max_connections=4,
             driver_info=DRIVER_INFO,
+            # One quick retry covers a pooled connection the server dropped while idle (or a
+            # primary Sentinel has replaced); more (redis-py backs off for seconds by default)
+            # would only eat into the deadline.
+            retry=Retry(NoBackoff(), 1),
         )
-        # One quick retry covers a pooled connection the server dropped while idle; more
-        # (redis-py backs off for seconds by default) would only eat into the deadline.
-        self._client = redis.Redis(connection_pool=self._pool, retry=Retry(NoBackoff(), 1))
+        self._pool = self._client.connection_pool
         self._write_if_newer = self._client.register_script(WRITE_IF_NEWER)
 
     def push(self, file: FeedFile, deadline: Deadline) -> Receipt:
@@ -141,12 +150,18 @@ class RedisTransport(Transport):
             client.delete(key)
 
     def _failure(self, exc: BaseException) -> TransportError:
+        if isinstance(exc, ReadOnlyError):
+            # A managed endpoint failed over and our connections still reach the old primary,
+            # a replica now: drop them all, so the next send connects to the new one.
+            on_read_only(self._client)
+            return TransportError(f"Redis answered READONLY (a replica now, after a failover?): {exc}",
+                                  reason=Reason.OTHER)
         if isinstance(exc, redis.AuthenticationError | AuthorizationError):
             return TransportError(f"Redis refused our credentials: {exc}", permanent=True,
                                   reason=Reason.AUTH_REFUSED)
         # redis-py turns the replies it knows into exception classes, and strips their code
         # ("NOPERM …" arrives as NoPermissionError("this user has no permissions…")).
-        if isinstance(exc, NoPermissionError | ReadOnlyError):
+        if isinstance(exc, NoPermissionError):
             return TransportError(f"Redis refused: {exc}", permanent=True, reason=Reason.PERMISSION_DENIED)
         if isinstance(exc, OutOfMemoryError):
             return TransportError(f"Redis refused: {exc}", reason=Reason.DISK_FULL)

@@ -12,8 +12,9 @@ def userinfo_problem(url: str) -> str | None:
 
 # The port a destination's URL connects to when it names none, by scheme; and the schemes that
 # send without TLS (the address policy keeps those off public addresses).
-DEFAULT_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379, "amqp": 5672, "amqps": 5671}
-UNENCRYPTED_SCHEMES = frozenset({"http", "redis", "amqp"})
+DEFAULT_PORTS = {"http": 80, "https": 443, "redis": 6379, "rediss": 6379, "amqp": 5672, "amqps": 5671,
+                 "redis+sentinel": 26379, "rediss+sentinel": 26379}
+UNENCRYPTED_SCHEMES = frozenset({"http", "redis", "amqp", "redis+sentinel"})
 
 
 def address_of_url(url: str) -> tuple[str, int] | None:

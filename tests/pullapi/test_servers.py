@@ -2,6 +2,7 @@
 
 import gzip
 import subprocess
+import threading
 import time
 from collections import Counter
 
@@ -12,11 +13,14 @@ import requests
 from django.contrib.auth.models import User
 from django.test import Client as HttpClient
 
+from devtools.sentinel_redis import SentinelRedis
 from omnium import redis_keys
 from omnium.clients.models import ApiKey
 from omnium.feeds.models import FeedDocument
 from omnium.pullapi.invalidations import CLIENT_NAME
+from omnium.transports import TransportError
 from omnium.transports.redis import RedisTransport
+from tests.child_processes import LOG_DIR
 from tests.pullapi.servers import ApiServer, PrivateRedis
 
 pytestmark = pytest.mark.servers
@@ -285,3 +289,115 @@ def test_a_path_with_any_character_is_answered_not_failed(games, entitle, one_ap
     assert with_key.status_code in (400, 404), with_key.text[:300]
     assert with_key.headers["Content-Type"] == "application/problem+json"
     assert without.status_code == 401
+
+
+@pytest.fixture
+def sentinel_redis():
+    cluster = SentinelRedis("pull-redis-sentinel", log_dir=LOG_DIR)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def api_behind_sentinel(games, sentinel_redis):
+    # As many pulls as two threads make: the client rate limit is not under test.
+    server = ApiServer("pull-api-sentinel", OMNIUM_PULL_REDIS_URL=sentinel_redis.url, OMNIUM_PULL_CLIENT_RATE=100_000)
+    yield server
+    server.stop()
+
+
+def test_the_primary_killed_mid_load_pulls_go_on_and_writes_resume_on_the_new_primary(
+        games, entitle, sentinel_redis, api_behind_sentinel, staff_cookie):
+    """Issue 40: the pull cache behind Sentinel loses its primary (SIGKILL) while pulls and a
+    stream of new versions run. Pulls keep answering (from memory, with Age, while no primary
+    answers), the Redis destination's write-if-newer resumes on the new primary, and no pull
+    is served an older version after a newer one."""
+    server = api_behind_sentinel
+    _, key = entitle("acme", games, "medals")
+    _store_version(sentinel_redis.url, games, 40_000)
+    _listening_with_medals([server], games, key, staff_cookie)
+    load = _PullsAndVersions(server, games, key, sentinel_redis.url, first_version=40_001)
+    load.start()
+    try:
+        time.sleep(1.0)
+        old_port = sentinel_redis.kill_primary()
+        killed_at = time.monotonic()
+        new_port = sentinel_redis.wait_for_failover(old_port)
+        _wait_until(lambda: load.stored_since(killed_at) >= 20, "20 versions stored on the new primary", 30)
+    finally:
+        load.stop()
+
+    assert load.error is None, load.error
+    assert load.statuses == {200}, "every pull answered"
+    assert load.aged, "while no primary answered, the memory copy was served with its age"
+    for served in load.versions_per_reader:
+        assert served == sorted(served), "a pull was served an older version after a newer one"
+    assert load.first_stored_after(killed_at) - killed_at < 10, "writes resumed within 10 s"
+    last = load.stored[-1]
+    on_new_primary = redis.Redis("127.0.0.1", new_port).hget(f"feed:{games.code}/medals", "v")
+    assert int(on_new_primary) == last, "write-if-newer went on on the new primary"
+    _wait_until(lambda: _served_version(server, games, key) == last, "the API serves the newest version", 5)
+
+
+class _PullsAndVersions:
+    """Two threads pulling the medals file as fast as they can, and one storing a new version
+    of it every 50 ms through the Redis destination's transport."""
+
+    def __init__(self, server, games, key, redis_url: str, first_version: int):
+        self.server, self.games, self.key = server, games, key
+        self.transport = RedisTransport({"url": redis_url, "key_prefix": "feed:", "connect_timeout": 0.5,
+                                         "send_timeout": 2.0}, {})
+        self.next_version = first_version
+        self.stored: list[int] = []
+        self.stored_at: list[float] = []
+        self.versions_per_reader: list[list[int]] = [[], []]
+        self.statuses: set[int] = set()
+        self.aged = 0
+        self.error: BaseException | None = None
+        self._stopping = threading.Event()
+        self._threads = [threading.Thread(target=self._guarded, args=(self._pull, n)) for n in (0, 1)]
+        self._threads.append(threading.Thread(target=self._guarded, args=(self._write,)))
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join(10)
+
+    def stored_since(self, moment: float) -> int:
+        return sum(1 for at in self.stored_at if at > moment)
+
+    def first_stored_after(self, moment: float) -> float:
+        return next(at for at in self.stored_at if at > moment)
+
+    def _guarded(self, work, *args) -> None:
+        try:
+            work(*args)
+        except BaseException as exc:  # reported by the test, not lost in a thread
+            self.error = exc
+
+    def _pull(self, reader: int) -> None:
+        session = requests.Session()
+        url = f"{self.server.url}/v1/feeds/{self.games.code}/medals"
+        while not self._stopping.is_set():
+            response = session.get(url, headers={"Authorization": f"Bearer {self.key}"}, timeout=5)
+            self.statuses.add(response.status_code)
+            if response.status_code == 200:
+                self.versions_per_reader[reader].append(orjson.loads(response.content)["stored_version"])
+                self.aged += "Age" in response.headers
+
+    def _write(self) -> None:
+        while not self._stopping.wait(0.05):
+            version = self.next_version
+            body = orjson.dumps({"stored_version": version})
+            try:
+                self.transport.send(body, f"{self.games.code}/medals", content_type="application/json",
+                                    version=version, etag=f"e{version}")
+            except TransportError:
+                continue  # no primary yet: the same version again, as the sender's retry would
+            self.stored.append(version)
+            self.stored_at.append(time.monotonic())
+            self.next_version += 1

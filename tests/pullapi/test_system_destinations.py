@@ -1,12 +1,17 @@
 """The pull cache's destinations are Omnium's own: no stored password, read-only in the admin,
 and the only destinations that may write to the pull cache's Redis database."""
 
+import ipaddress
+
 import pytest
 from django.core.exceptions import ValidationError
 
+from devtools.sentinel_redis import SentinelRedis
+from omnium.clients import address_policy_settings
 from omnium.clients.models import Client, Destination
 from omnium.pullapi import pull_cache_destinations
 from omnium.transports import registry
+from tests.child_processes import LOG_DIR
 from tests.delivery.fixtures import redis_destination_settings
 
 PULL_REDIS_WITH_PASSWORD = "redis://:pull-cache-pass@127.0.0.1:6379/15"
@@ -63,3 +68,33 @@ def test_only_a_system_destination_may_write_to_the_pull_caches_redis_database(g
 
     into_the_pull_cache.system = True
     into_the_pull_cache.full_clean()
+
+
+def test_a_sentinel_url_is_for_the_pull_caches_own_destinations_only(games):
+    """A client's Sentinel names the primary at run time, so the address the form checks is not
+    the one written to: a Sentinel of the client's own could name the pull cache's primary."""
+    config = {"url": "redis+sentinel://sentinel.example.com:26379/primary/0", "key_prefix": "feed:"}
+    destination = Destination(client=Client.objects.create(name="mallory"), name="behind sentinel",
+                              kind="redis", config=config)
+    with pytest.raises(ValidationError, match=r"redis\+sentinel:// is for the pull cache's own destinations"):
+        destination.full_clean()
+
+    destination.system = True
+    destination.full_clean()
+
+
+@pytest.mark.servers
+def test_behind_sentinel_the_pull_cache_is_every_sentinel_and_every_node_they_name(games, settings):
+    cluster = SentinelRedis("policy-sentinel", log_dir=LOG_DIR)
+    try:
+        settings.OMNIUM = {**settings.OMNIUM, "PULL_REDIS_URL": cluster.url}
+        allowed = address_policy_settings.policy().allowed_endpoints
+        replica = Destination(client=Client.objects.create(name="mallory"), name="the replica, promoted later",
+                              kind="redis", config={"url": f"redis://127.0.0.1:{cluster.nodes[1].port}/0"})
+        with pytest.raises(ValidationError, match="is the pull cache's own Redis"):
+            replica.full_clean()
+    finally:
+        cluster.stop()
+
+    loopback = ipaddress.ip_address("127.0.0.1")
+    assert allowed == {(loopback, port) for port in [*cluster.sentinel_ports, *(n.port for n in cluster.nodes)]}
