@@ -80,6 +80,23 @@ class ManagedProcess:
             os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait()
 
+    def stop_main(self, timeout: float = 15.0) -> None:
+        """Stop as systemd's KillMode=mixed does: SIGTERM to the main process only (a Celery
+        worker's pool children are stopped by it, warmly), SIGKILL to the whole group after
+        ``timeout``."""
+        if self.running():
+            os.kill(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)  # children left behind, if any
+        except ProcessLookupError:
+            pass
+        self.popen.wait()
+        self.log.close()
+
     def stop(self, timeout: float = 15.0) -> None:
         if self.running():
             os.killpg(self.popen.pid, signal.SIGTERM)

@@ -355,6 +355,9 @@ OMNIUM = {
     # A stopping delivery worker waits this long for its sends in flight, then cuts them (a send
     # has 60 s at most; systemd's TimeoutStopSec, 90 s, leaves time to record and release).
     "DELIVERY_STOP_DEADLINE_S": _positive_float("OMNIUM_DELIVERY_STOP_DEADLINE_S", 65.0),
+    # A stopping build worker claims no next file; a build still running after this long is
+    # recorded as failed and its claim given back (systemd's TimeoutStopSec, 45 s, is above it).
+    "BUILD_STOP_DEADLINE_S": _positive_float("OMNIUM_BUILD_STOP_DEADLINE_S", 30.0),
     # After a destination's fast retries: one try this often, until it lands or a person acts.
     "DELIVERY_SLOW_RETRY_S": _positive_float("OMNIUM_DELIVERY_SLOW_RETRY_S", 300.0),
     # Where staff open Flower (e.g. https://ops.example.com/flower): the admin links each

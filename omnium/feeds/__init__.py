@@ -9,6 +9,7 @@
   through `signals` (`file_version_saved` / `_committed`: delivery listens; feeds never
   imports it).
 - `hints`, `tasks`: post-commit wake-ups and the build lanes; `build_alerts`: a file whose
-  builds keep failing opens an alert (and resolves it once it builds).
+  builds keep failing opens an alert (and resolves it once it builds); `stopping`: a build
+  worker's warm shutdown (the build in hand ends, the rest goes to another worker).
 - `admin`, `apps`; `management/commands/build_feeds`: build every file of a Games now.
 """

@@ -7,4 +7,7 @@ class FeedsConfig(AppConfig):
 
     def ready(self):
         from omnium.database import fast_timestamps  # noqa: F401  (builds read thousands of timestamps)
-        from omnium.feeds import hints  # noqa: F401  (connects the post-commit hints)
+        from omnium.feeds import (
+            hints,  # noqa: F401  (connects the post-commit hints)
+            stopping,  # noqa: F401  (connects the warm shutdown)
+        )

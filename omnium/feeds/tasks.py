@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 from omnium import redis_keys
 from omnium.conf import omnium_setting
 from omnium.database import claim_renewal
-from omnium.feeds import build_alerts, builder, changes, debounce
+from omnium.feeds import build_alerts, builder, changes, debounce, stopping
 from omnium.feeds.hints import wake_builders
 from omnium.redis_client import redis_client
 from omnium.routing import BUILD_LANES, LIVE, build_queue
@@ -46,7 +46,7 @@ def build_due(lane: str) -> int:
     """Build files of `lane` that are due, one claim at a time, then schedule the next wake."""
     lanes = lanes_served_by(lane)
     built, started = 0, time.monotonic()
-    while time.monotonic() - started < BUILD_LOOP_S:
+    while time.monotonic() - started < BUILD_LOOP_S and not stopping.under_way():
         # The outbox is read here too, before each claim: handle_changes tasks wait in the same
         # queue as build loops like this one, and with both of a worker's slots building a flood
         # of athlete pages, no new score became a pending build for 17 s (bench/gameday.py), so
@@ -60,7 +60,8 @@ def build_due(lane: str) -> int:
             build_due.apply_async(args=[lane], queue=build_queue(lane))
         held = claim_renewal.hold(f"build {claim.doc_key}", lambda claim=claim: debounce.renew(claim), claimed_at)
         try:
-            _build_claimed(claim)
+            with stopping.building(claim):
+                _build_claimed(claim)
         finally:
             claim_renewal.let_go(held)
         built += 1
@@ -90,7 +91,6 @@ def _build_claimed(claim: debounce.Claim) -> None:
     _count_build(result.outcome)
     log.info("built %s: %s seq=%s %d bytes in %.3f s", result.doc_key, result.outcome, result.seq,
              result.size, result.seconds)
-
 
 
 

@@ -88,3 +88,17 @@ def test_only_the_admin_and_the_delivery_workers_get_the_credential_keys(unit):
     else:
         assert "LoadCredential" not in service
         assert unit.name == "omnium-flower.service" or "OMNIUM_HOLDS_CREDENTIAL_KEYS=false" in service["Environment"]
+
+
+@pytest.mark.parametrize(("unit", "deadline"), [
+    ("omnium-worker-live.service", "BUILD_STOP_DEADLINE_S"),
+    ("omnium-worker-bulk.service", "BUILD_STOP_DEADLINE_S"),
+    ("omnium-delivery@.service", "DELIVERY_STOP_DEADLINE_S"),
+])
+def test_a_workers_stop_timeout_leaves_time_after_its_stop_deadline_and_spares_the_pool(unit, deadline, settings):
+    """Issue 40: the work in hand is given its deadline, then recorded and handed over, before
+    systemd's SIGKILL; and SIGTERM reaches the main process only, which stops the pool warmly
+    (a prefork child given SIGTERM dies mid-build)."""
+    service = service_section(Path(UNITS[0].parent, unit))
+    assert service["KillMode"] == ["mixed"]
+    assert int(service["TimeoutStopSec"][0]) >= settings.OMNIUM[deadline] + 10
