@@ -80,30 +80,24 @@ class ManagedProcess:
             os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait()
 
-    def stop_main(self, timeout: float = 15.0) -> None:
-        """Stop as systemd's KillMode=mixed does: SIGTERM to the main process only (a Celery
-        worker's pool children are stopped by it, warmly), SIGKILL to the whole group after
-        ``timeout``."""
+    def stop(self, timeout: float = 15.0, *, main_only: bool = False) -> None:
+        """SIGTERM, then SIGKILL after ``timeout``. ``main_only``: as systemd's KillMode=mixed
+        does, SIGTERM to the main process alone (a Celery worker then stops its pool's children
+        warmly), and SIGKILL afterwards to whatever of the group is left."""
         if self.running():
-            os.kill(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.popen.pid, signal.SIGKILL)  # children left behind, if any
-        except ProcessLookupError:
-            pass
-        self.popen.wait()
-        self.log.close()
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.running():
-            os.killpg(self.popen.pid, signal.SIGTERM)
+            if main_only:
+                os.kill(self.popen.pid, signal.SIGTERM)
+            else:
+                os.killpg(self.popen.pid, signal.SIGTERM)
             try:
                 self.popen.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if main_only:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)  # children left behind, if any
+            except ProcessLookupError:
+                pass
         self.log.close()
 
 

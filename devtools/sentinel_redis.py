@@ -3,13 +3,13 @@ on loopback, each a redis-server of our own (Debian's redis-server; ``--sentinel
 Sentinel, which is all the redis-sentinel package adds)."""
 
 import shutil
-import time
 from pathlib import Path
 
 import redis
 
 from devtools.private_redis import PrivateRedis
 from devtools.processes import ManagedProcess, free_port
+from devtools.waiting import wait_until
 
 SERVICE = "omnium-pull"
 # Quick enough for a test: a primary silent for 1 s is down, and a failover that stalls is
@@ -69,16 +69,14 @@ class SentinelRedis:
         return self.primary_port()
 
     def wait_until(self, condition, what: str, timeout: float = 30.0) -> None:
-        started = time.monotonic()
-        while True:
+        """Poll ``condition``; a node or Sentinel that does not answer yet counts as "not yet"."""
+        def answered():
             try:
-                if condition():
-                    return
+                return condition()
             except redis.RedisError:
-                pass
-            if time.monotonic() - started > timeout:
-                raise TimeoutError(f"not within {timeout} s: {what}")
-            time.sleep(0.05)
+                return False
+
+        wait_until(answered, timeout, message=what, failure=TimeoutError)
 
     def _replica_in_sync(self) -> bool:
         info = redis.Redis("127.0.0.1", self.nodes[1].port).info("replication")

@@ -15,6 +15,7 @@ in the main process), which see it set. Each process runs its own overrun timer
 import logging
 import multiprocessing
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -63,7 +64,7 @@ class WarmStop:
             self._stopping.wait()
             log.info("stopping: waiting up to %g s for the %s in flight: %s", deadline_s, self.what,
                      self.running())
-            threading.Event().wait(deadline_s)
+            time.sleep(deadline_s)
             unfinished = self.running()
             if unfinished:
                 overrun(unfinished)

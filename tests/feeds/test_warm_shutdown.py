@@ -55,7 +55,7 @@ def locked_files(transactional_db):
 
 
 def _stop_in_background(worker) -> threading.Thread:
-    stopper = threading.Thread(target=worker.stop_main, kwargs={"timeout": 30})
+    stopper = threading.Thread(target=worker.stop, kwargs={"timeout": 30, "main_only": True})
     stopper.start()
     return stopper
 
@@ -122,7 +122,7 @@ def test_beat_stops_at_sigterm_at_once_and_a_new_beat_goes_on_from_its_schedule(
     first = child_processes.start_beat("beat-stopping", OMNIUM_SWEEP_INTERVAL_S=0.5)
     first.wait_for_output("Sending due task", 30)
     started = time.monotonic()
-    first.stop_main(timeout=15)
+    first.stop(timeout=15, main_only=True)
     took = time.monotonic() - started
 
     assert took < 5 and first.popen.returncode == 0, (took, first.popen.returncode)
@@ -132,4 +132,4 @@ def test_beat_stops_at_sigterm_at_once_and_a_new_beat_goes_on_from_its_schedule(
     try:
         second.wait_for_output("Sending due task", 10)
     finally:
-        second.stop_main(timeout=15)
+        second.stop(timeout=15, main_only=True)
