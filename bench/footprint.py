@@ -29,7 +29,8 @@ def broker_footprint(broker_url: str, destinations: int) -> dict:
     queues = wait_until(listed, 120, interval=1.0, message="every destination queue listed with its consumer")
     return {"queues": len(queues), "queue_memory_bytes": sum(q["memory"] for q in queues),
             "consumers": sum(q["consumers"] for q in queues),
-            "node_memory_bytes": broker.node_memory_bytes(management)}
+            "node_memory_bytes": broker.node_memory_bytes(management),
+            "each_node_memory_bytes": {node["name"]: node.get("mem_used", 0) for node in broker.cluster_nodes(management)}}
 
 
 def database_footprint() -> dict:

@@ -10,6 +10,9 @@ vhost. The faults, in the faulted phase (seconds after its start):
    20  kill -9 the build worker mid-build            50  kill -9 the delivery worker mid-send
    80  kill -9 the stat worker mid-job              140  Redis restart (every key lost)
   170  PostgreSQL restart                           200  credentials rotated to a new key
+  with --broker-cluster (the day runs on a three-node RabbitMQ cluster of its own):
+  230  kill -9 the node where most queues live (started again 20 s later)
+  260  the whole broker down for 30 s
 
   recovery_s_max       our own faults: fault's end -> every healthy destination has confirmed a
                        version committed after it (the worst destination, the worst fault)
@@ -23,6 +26,10 @@ vhost. The faults, in the faulted phase (seconds after its start):
   age_p95_s / age_p95_calm_s   proof age p95 of the healthy destinations, faulted / calm phase
   pull_stale_max_s     a pull client polling throughout: the longest it was served a version
                        older than the newest committed one
+  broker_node_loss_gap_s       the longest a healthy destination went without a confirmed send,
+                       from 5 s before the node's kill to 30 s after
+  broker_return_catch_up_s     the whole broker's return -> every healthy destination has
+                       confirmed a version committed after it (broker_return_first_send_s: the first)
 
 Own PostgreSQL database (omnium_bench_gameday). Restarting PostgreSQL affects everything on
 the machine for about 2 s: --skip-postgres-restart leaves it out.
@@ -37,6 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.environment import prepare  # noqa: E402
+from devtools.broker_cluster import BrokerCluster  # noqa: E402
 from devtools.private_redis import PrivateRedis  # noqa: E402
 from devtools.processes import ROOT  # noqa: E402
 
@@ -53,21 +61,30 @@ def options():
     parser.add_argument("--delivery-workers", type=int, default=2,
                         help="two, as in production: one killed, the other carries on")
     parser.add_argument("--skip-postgres-restart", action="store_true")
+    parser.add_argument("--broker-cluster", action="store_true",
+                        help="run on a three-node RabbitMQ cluster of its own, and add its two faults "
+                             "(--minutes at least 6)")
     return parser.parse_args()
 
 
 def main() -> None:
     args = options()
     redis = PrivateRedis("gameday-redis", LOG_DIR)  # REDIS_URL of every process of the bench
+    cluster = BrokerCluster("gameday-broker", log_dir=LOG_DIR) if args.broker_cluster else None
     try:
         os.environ["BENCH_REDIS_URL"] = redis.url
+        if cluster:
+            os.environ["BENCH_BROKER_URL"] = cluster.urls()
+            os.environ["CELERY_BROKER_MANAGEMENT_URL"] = cluster.management_url()
         prepare("omnium_bench_gameday", redis_db=0)
         # Django's models can be imported only now, with the bench's settings in place.
         from bench import gameday_run
 
-        print(json.dumps(gameday_run.run(args, redis), indent=2, default=str))
+        print(json.dumps(gameday_run.run(args, redis, cluster), indent=2, default=str))
     finally:
         redis.stop()
+        if cluster:
+            cluster.stop()
 
 
 if __name__ == "__main__":

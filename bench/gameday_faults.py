@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from cryptography.fernet import Fernet
 from django.conf import settings
@@ -111,6 +111,28 @@ def rotate_credentials(supervisor, env: dict, workers: list[str]) -> Fault:
     subprocess.run([sys.executable, "manage.py", "rotate_credentials"], env=env, check=True,
                    cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL)
     fault.ended_at = timezone.now()
+    return fault
+
+
+def kill_broker_node(cluster, vhost_url: str, back_after_s: float) -> Fault:
+    """kill -9 the RabbitMQ node where most queues live; it is started again (and rejoins)
+    `back_after_s` later, as an operator would. Recovery counts from the kill: the other two
+    nodes carry the day meanwhile."""
+    node = cluster.node_with_most_queues(vhost_url)
+    fault = Fault(f"kill -9 broker node {node.name}", OWN, timezone.now())
+    node.kill()
+    fault.ended_at = fault.started_at
+    threading.Timer(back_after_s, cluster.restart, args=(node,)).start()
+    return fault
+
+
+def stop_the_whole_broker(cluster, seconds: float) -> Fault:
+    """kill -9 every RabbitMQ node, and start them all again `seconds` later; the fault ends
+    when the first node answers again (the broker is back for its clients)."""
+    fault = Fault(f"whole broker down for {seconds:g} s", OWN, timezone.now())
+    cluster.kill_all()
+    time.sleep(seconds)
+    fault.ended_at = datetime.fromtimestamp(cluster.start_after_outage(), tz=UTC)
     return fault
 
 

@@ -49,6 +49,26 @@ def recovery(end: datetime, destination_ids) -> dict:
             "destinations_without_a_newer_version": missing}
 
 
+CONFIRMED_BETWEEN = """
+SELECT destination_id, EXTRACT(EPOCH FROM started_at + duration_ms * interval '1 millisecond')
+FROM delivery_deliveryattempt
+WHERE ok AND NOT is_test AND destination_id = ANY(%(ids)s)
+    AND started_at + duration_ms * interval '1 millisecond' BETWEEN %(start)s AND %(end)s
+"""
+
+
+def longest_gap(start: datetime, end: datetime, destination_ids) -> float:
+    """The longest time, between `start` and `end`, that any of these destinations went
+    without a confirmed send."""
+    moments = {destination_id: [start.timestamp()] for destination_id in destination_ids}
+    for destination_id, confirmed in _rows(CONFIRMED_BETWEEN, {"ids": list(destination_ids), "start": start,
+                                                               "end": end}):
+        moments[destination_id].append(float(confirmed))
+    gaps = [max(later - earlier for earlier, later in zip(sorted(times), [*sorted(times)[1:], end.timestamp()]))
+            for times in moments.values()]
+    return round(max(gaps), 3)
+
+
 FIRST_CONFIRMED_AT = """
 SELECT EXTRACT(EPOCH FROM MIN(started_at + duration_ms * interval '1 millisecond') - %(end)s)
 FROM delivery_deliveryattempt WHERE ok AND destination_id = %(id)s

@@ -33,6 +33,11 @@ from omnium.redis_client import redis_client
 from omnium.routing import BULK_QUEUES, LIVE, build_queue, stats_queue
 
 SEED = 12
+# With --broker-cluster: the node killed at 230 s is started again 20 s later; at 260 s the
+# whole broker goes for 30 s. The gap is looked for from 5 s before the kill to 30 s after.
+BROKER_NODE_BACK_AFTER_S = 20.0
+BROKER_OUTAGE_S = 30.0
+BROKER_GAP_WINDOW_S = (5.0, 30.0)
 FEEDS = ("calendar", "results", "medals", "standings")
 PER_KIND = 6  # x 5 transports = 30 healthy destinations; plus a refusing webhook and a freezing SFTP
 DAYS = (3, 4, 5)  # played one after the other, nights left out, so the replay never runs dry
@@ -192,6 +197,12 @@ def inject_faults(started: float, ctx: dict, args) -> list:
         (170, None if args.skip_postgres_restart else faults.restart_postgres),
         (200, lambda: faults.rotate_credentials(supervisor, ctx["env"], [BUILD, STATS, BULK, *delivery, BEAT])),
     ]
+    if ctx.get("cluster"):
+        schedule += [
+            (230, lambda: faults.kill_broker_node(ctx["cluster"], ctx["env"]["CELERY_BROKER_URL"].split(";")[0],
+                                                  back_after_s=BROKER_NODE_BACK_AFTER_S)),
+            (260, lambda: faults.stop_the_whole_broker(ctx["cluster"], BROKER_OUTAGE_S)),
+        ]
     done = []
     for at_s, inject in schedule:
         if inject is None:
@@ -209,12 +220,30 @@ def fault_report(done: list, healthy_ids) -> tuple[list, float | None, float | N
     for fault in done:
         if fault.kind == faults.OWN:
             fault.details.update(measures.recovery(fault.ended_at, healthy_ids))
+            if fault.name.startswith("kill -9 broker node"):
+                fault.details["longest_gap_s"] = measures.longest_gap(
+                    fault.started_at - timedelta(seconds=BROKER_GAP_WINDOW_S[0]),
+                    fault.started_at + timedelta(seconds=BROKER_GAP_WINDOW_S[1]), healthy_ids)
             own.append(fault.details["recovery_s"])
         elif fault.ended_at is not None:
             fault.details["recovery_s"] = measures.destination_recovery(fault.ended_at, fault.details["destination_id"])
             destination.append(fault.details["recovery_s"])
     worst = lambda values: None if None in values or not values else max(values)  # noqa: E731
     return [fault.as_dict() for fault in done], worst(own), worst(destination)
+
+
+def broker_figures(done: list) -> dict:
+    """The issue's two broker figures, from the report of the broker faults (when run on a
+    cluster): the longest gap without a confirmed send around a node's loss, and the time from
+    the whole broker's return until every healthy destination confirmed a newer version."""
+    by_name = {fault.name: fault.details for fault in done}
+    node = next((d for name, d in by_name.items() if name.startswith("kill -9 broker node")), None)
+    whole = next((d for name, d in by_name.items() if name.startswith("whole broker down")), None)
+    if node is None and whole is None:
+        return {}
+    return {"broker_node_loss_gap_s": node and node["longest_gap_s"],
+            "broker_return_first_send_s": whole and whole["recovery_first_s"],
+            "broker_return_catch_up_s": whole and whole["recovery_s"]}
 
 
 def calm_baseline(start, end, healthy_ids) -> float | None:
@@ -231,7 +260,7 @@ def calm_baseline(start, end, healthy_ids) -> float | None:
 # --- the day --------------------------------------------------------------------------------
 
 
-def run(args, redis: PrivateRedis) -> dict:
+def run(args, redis: PrivateRedis, cluster=None) -> dict:
     log("generating and building an asian-games-scale Games")
     games = fresh_games()
     receiver_redis = PrivateRedis("gameday-receiver-redis", LOG_DIR)  # the Redis destinations' server
@@ -250,7 +279,7 @@ def run(args, redis: PrivateRedis) -> dict:
         if not wait_caught_up(300, [*healthy_ids, webhook.pk, sftp.pk]):
             log("warning: the initial catch-up did not finish")
         ctx = {"supervisor": supervisor, "healthy_ids": healthy_ids, "refusing": refusing, "sshd": sshd,
-               "webhook_id": webhook.pk, "sftp_id": sftp.pk, "redis": redis, "env": env}
+               "webhook_id": webhook.pk, "sftp_id": sftp.pk, "redis": redis, "env": env, "cluster": cluster}
         return the_phases(args, games, ctx, receivers, refusing, api_port, key)
     finally:
         supervisor.stop()
@@ -313,7 +342,7 @@ def measure(args, ctx, replay, done, pull_result, settled, receivers, refusing, 
         "destinations": len(all_ids), "healthy_destinations": len(healthy_ids), "replay_speed": args.speed,
         "changes_played": replay.played, "changes_retried_after_a_database_error": replay.retried,
         "changes_per_s": round(replay.played / ((args.calm_minutes + args.minutes) * 60), 2),
-        "faults_injected": len(done), "faults": report,
+        "faults_injected": len(done), "faults": report, **broker_figures(done),
         "recovery_s_max": recovery_max,
         "recovery_calm_baseline_s": calm_baseline(calm_start, faulted_start, healthy_ids),
         "destination_recovery_s_max": destination_max,

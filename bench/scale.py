@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.environment import prepare  # noqa: E402
 from bench.process_cpu import cpu_by_process, cpu_seconds  # noqa: E402
+from devtools.broker_cluster import BrokerCluster  # noqa: E402
 from devtools.processes import ManagedProcess, free_port  # noqa: E402
 
 SEED = 99
@@ -94,6 +95,13 @@ class PrivateRedis:
 REDIS = PrivateRedis()
 atexit.register(REDIS.remove)
 os.environ["BENCH_REDIS_URL"] = REDIS.url(0)
+# --broker-cluster: a three-node RabbitMQ cluster of the bench's own, every process given all
+# three nodes (read here, as the settings load before main() parses the rest).
+CLUSTER = BrokerCluster("bench-scale-broker", log_dir=ROOT / "var" / "logs") if "--broker-cluster" in sys.argv else None
+if CLUSTER:
+    atexit.register(CLUSTER.stop)
+    os.environ["BENCH_BROKER_URL"] = CLUSTER.urls()
+    os.environ["CELERY_BROKER_MANAGEMENT_URL"] = CLUSTER.management_url()
 prepare("omnium_bench_scale", redis_db=0)
 
 from django.conf import settings  # noqa: E402
@@ -279,7 +287,10 @@ def postgres_pids() -> list[int]:
 
 
 def broker_pids() -> list[int]:
-    """RabbitMQ's Erlang VM on this machine (none when the broker runs elsewhere)."""
+    """RabbitMQ's Erlang VM on this machine (none when the broker runs elsewhere); with
+    --broker-cluster, each node's."""
+    if CLUSTER:
+        return [node.beam_pid() for node in CLUSTER.nodes]
     # The oldest: a rabbitmqctl run meanwhile is an Erlang VM of its own, gone before the end.
     return _processes_named("-o", "-x", "beam.smp")
 
@@ -401,6 +412,8 @@ def main() -> None:
     parser.add_argument("--delivery-threads", type=int, default=16, help="per delivery worker")
     parser.add_argument("--skip-outage", action="store_true")
     parser.add_argument("--skip-hosts", action="store_true", help="no host_failover_s (bench/hosts.py)")
+    parser.add_argument("--broker-cluster", action="store_true",
+                        help="on a three-node RabbitMQ cluster of the bench's own (each node's memory in at_rest)")
     print(json.dumps(run(parser.parse_args()), indent=2))
 
 

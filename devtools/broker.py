@@ -70,9 +70,14 @@ def vhost_listing(management_url: str, broker_url: str, kind: str) -> list[dict]
     return _call("get", f"{management_url.rstrip('/')}/{path}", ok=(200,)).json()
 
 
+def cluster_nodes(management_url: str) -> list[dict]:
+    """The management API's list of the cluster's nodes (name, running, mem_used, ...)."""
+    return _call("get", f"{management_url.rstrip('/')}/nodes", ok=(200,)).json()
+
+
 def node_memory_bytes(management_url: str) -> int:
     """The memory every RabbitMQ node in the cluster uses now (the management API's mem_used)."""
-    return sum(node.get("mem_used", 0) for node in _call("get", f"{management_url.rstrip('/')}/nodes", ok=(200,)).json())
+    return sum(node.get("mem_used", 0) for node in cluster_nodes(management_url))
 
 
 def close_connections(management_url: str, broker_url: str, listed_within_s: float = 15.0) -> int:

@@ -23,10 +23,14 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.05, message
 
 
 def live_builds_pending() -> bool:
-    """Changes noted and not built yet in the live lane: what a bench or the demo waits for
+    """Changes saved and not built yet in the live lane: what a bench or the demo waits for
     after making changes. A new Games' first builds wait in the bulk lane for minutes (some
     16,700 files at Asian Games scale) and are no change of theirs."""
     from omnium.feeds.models import PendingBuild
+    from omnium.games.models import OutboxEntry
     from omnium.routing import LIVE
 
-    return PendingBuild.objects.filter(lane=LIVE).exists()
+    # A change saved while no worker could act (a broker outage) is an outbox row until a
+    # sweep turns it into pending builds: not built either.
+    return (PendingBuild.objects.filter(lane=LIVE).exists()
+            or OutboxEntry.objects.filter(lane=LIVE, handled_at__isnull=True).exists())

@@ -43,18 +43,30 @@ def destination_of(queue_name: str) -> int | None:
     return int(number) if prefix == "deliver" and number.isdigit() else None
 
 
-# A destination's queue is durable, and expires once no worker has consumed it for a day:
-# when its destination is deleted the workers stop consuming it (queues.consume_exactly).
-# A kick declares it again, so an expired queue lost only hints (the sweeper re-kicks).
+# A destination's queue expires once no worker has consumed it for a day: when its
+# destination is deleted the workers stop consuming it (queues.consume_exactly). A kick
+# declares it again, so an expired queue lost only hints (the sweeper re-kicks).
 DELIVERY_QUEUE_EXPIRES_MS = 24 * 3600 * 1000
 
 
+def hint_queue(name: str, **arguments) -> Queue:
+    """Every queue of Omnium, as each process declares it: RabbitMQ refuses a second
+    declaration with other arguments.
+
+    Not durable: its messages are hints (ARCHITECTURE rule 1), and a queue that is not durable
+    survives the loss of its RabbitMQ node by being made again. A cluster forgets such a queue
+    when its node goes down, cancels its consumers, and the next declaration (a worker's
+    reconnecting consumer, a kick whose message came back) makes it on a node that is up; the
+    hints it held are made again from PostgreSQL by the sweepers. A durable queue of one node
+    stays the dead node's: every declaration and consumer is refused with "home node ... is
+    down or inaccessible" until that node returns, and Celery's workers exit on it.
+    docs/decisions/007-broker-cluster.md weighs this against replicated (quorum) queues."""
+    return Queue(name, Exchange(name, "direct"), name, durable=False, queue_arguments=arguments or None)
+
+
 def delivery_queue_declaration(destination_id: int) -> Queue:
-    """How a destination's queue is declared, by the kicks and by the consuming workers alike:
-    RabbitMQ refuses a second declaration with other arguments."""
-    name = delivery_queue(destination_id)
-    return Queue(name, Exchange(name, "direct"), name, durable=True,
-                 queue_arguments={"x-expires": DELIVERY_QUEUE_EXPIRES_MS})
+    """How a destination's queue is declared, by the kicks and by the consuming workers alike."""
+    return hint_queue(delivery_queue(destination_id), **{"x-expires": DELIVERY_QUEUE_EXPIRES_MS})
 
 
 # Tasks sent by name, so the modules that send them need not import the task modules
@@ -72,6 +84,12 @@ LIVE_QUEUES = [build_queue(LIVE), stats_queue(LIVE)]
 BULK_QUEUES = [build_queue(BULK), stats_queue(BULK), stats_queue(BACKFILL), ALERTS_QUEUE]
 
 
+def task_queues() -> list[Queue]:
+    """Every task queue (Celery's `task_queues`), declared as every other queue: see hint_queue."""
+    lanes = [build_queue(lane) for lane in BUILD_LANES] + [stats_queue(lane) for lane in STAT_LANES]
+    return [hint_queue(name) for name in [*lanes, DELIVERY_CONTROL_QUEUE, ALERTS_QUEUE]]
+
+
 def task_routes() -> dict:
     """Default queues; tasks that run in a lane pass `queue=` explicitly when sent."""
     return {
@@ -84,6 +102,14 @@ def task_routes() -> dict:
         # Building a new Games' pull files is bulk work: it must not hold up a live change.
         "omnium.pullapi.tasks.*": {"queue": build_queue(BULK)},
     }
+
+
+# The sweeps that re-derive owed work from PostgreSQL, and the queue each runs on.
+SWEEPS = {
+    "omnium.feeds.tasks.sweep": build_queue(LIVE),
+    "omnium.games.tasks.sweep_stat_jobs": stats_queue(LIVE),
+    "omnium.delivery.tasks.sweep_deliveries": DELIVERY_CONTROL_QUEUE,
+}
 
 
 def beat_schedule() -> dict:

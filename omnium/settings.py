@@ -288,18 +288,22 @@ LOGGING = {
 # (one per destination), and returns a dead worker's unacknowledged messages at once. It
 # carries hints only: PostgreSQL is the record, and the sweepers re-derive every piece of
 # owed work from it (ARCHITECTURE rule 1). RabbitMQ only (docs/decisions/005-rabbitmq-only.md).
+# A cluster's nodes are listed with ";" between them, every process given every node: Celery
+# and kombu connect to the first that answers and move to the next when it is lost
+# (docs/operations/deploy.md#a-broker-that-may-lose-a-node).
 CELERY_BROKER_URL = _secret("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
-if not CELERY_BROKER_URL.startswith(("amqp://", "amqps://")):
-    raise ImproperlyConfigured(
-        f"CELERY_BROKER_URL must be a RabbitMQ URL (amqp:// or amqps://), got one starting "
-        f"{CELERY_BROKER_URL.split(':', 1)[0]}://: Omnium's delivery depends on RabbitMQ "
-        "(docs/decisions/005-rabbitmq-only.md)")
+for _node_url in CELERY_BROKER_URL.split(";"):
+    if not _node_url.strip().startswith(("amqp://", "amqps://")):
+        raise ImproperlyConfigured(
+            f"CELERY_BROKER_URL must list RabbitMQ URLs (amqp:// or amqps://, ';' between a "
+            f"cluster's nodes), got one starting {_node_url.strip().split(':', 1)[0]!r}: Omnium's "
+            "delivery depends on RabbitMQ (docs/decisions/005-rabbitmq-only.md)")
 # amqps:// checks the broker's certificate and that it names the host connected to (a bare
 # ssl=True in py-amqp checks neither name nor, without a CA, much else). kombu fills a
 # server_hostname of None with the broker's host name. OMNIUM_BROKER_CA_FILE: the CA that
 # signed the broker's certificate, when it is not one the system trusts.
 _broker_ca_file = env.str("OMNIUM_BROKER_CA_FILE", default="") or None
-if CELERY_BROKER_URL.startswith("amqps://"):
+if "amqps://" in CELERY_BROKER_URL:
     CELERY_BROKER_USE_SSL = {"cert_reqs": ssl.CERT_REQUIRED, "server_hostname": None, "ca_certs": _broker_ca_file}
 # RabbitMQ's management API: queue depths for Flower (--broker_api) and the tooling.
 CELERY_BROKER_MANAGEMENT_URL = _secret("CELERY_BROKER_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672/api/")
@@ -310,6 +314,15 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_CREATE_MISSING_QUEUES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker cluster that lost a node forgets that node's queues a moment after the workers have
+# moved to another node: a queue declared in that moment can be gone before it is bound or
+# consumed (404 NOT_FOUND). That refusal is a channel error, which a worker would take for
+# fatal and exit on; retried like a lost connection, the consumer starts again and declares
+# the queue anew (omnium.routing.hint_queue).
+CELERY_BROKER_CHANNEL_ERROR_RETRY = True
+# Retried for as long as the broker is gone: a worker that gives up exits, and with a try
+# every second (omnium.messaging.reconnecting) Celery's 100 tries are over in 30 s.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 150
 CELERY_TIMEZONE = "UTC"

@@ -11,7 +11,10 @@ Flower and the API/admin server (granian), each restarted if it exits, as system
 the workflow commands; and prints what was built and what landed where, with proof.
 
 Ctrl-C stops everything it started; DEMO_SECONDS=N stops by itself after N seconds.
-Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300), DEMO_REPLAY_SECONDS (default 90).
+Settings: DEMO_DAY (default 3), DEMO_SPEED (default 300), DEMO_REPLAY_SECONDS (default 90);
+DEMO_BROKER_CLUSTER=1 runs it on a three-node RabbitMQ cluster of its own on loopback
+(devtools/broker_cluster.py; its nodes' logs in var/logs/), every process given all three nodes:
+kill one node's process to watch deliveries go on.
 It refuses a database or Redis that is not a local demo one (devtools/demo_guard.py) unless
 DEMO_I_MEAN_IT=1.
 """
@@ -31,6 +34,14 @@ os.environ.setdefault("DJANGO_DEBUG", "true")  # the development keys; the setti
 # The demo's receivers are on loopback, which production refuses as a destination.
 os.environ.setdefault("OMNIUM_DESTINATION_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
 DEMO_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/omnium_demo"  # a RabbitMQ vhost of the demo's own
+CLUSTER = None
+if os.environ.get("DEMO_BROKER_CLUSTER") == "1":
+    from devtools.broker_cluster import BrokerCluster
+
+    print("[demo] starting a three-node RabbitMQ cluster on loopback", flush=True)
+    CLUSTER = BrokerCluster("demo-broker")
+    os.environ["CELERY_BROKER_URL"] = CLUSTER.urls()
+    os.environ["CELERY_BROKER_MANAGEMENT_URL"] = CLUSTER.management_url()
 os.environ.setdefault("CELERY_BROKER_URL", DEMO_BROKER_URL)
 os.environ.setdefault("OMNIUM_FLOWER_URL", "http://127.0.0.1:5555")  # the admin links each queue to Flower below
 
@@ -271,6 +282,8 @@ def main() -> None:
         supervisor.stop()
         if receivers is not None:
             receivers.stop()
+        if CLUSTER is not None:
+            CLUSTER.stop()
         say("everything the demo started has stopped")
 
 

@@ -131,11 +131,12 @@ def settings_module():
     return importlib.import_module(settings.SETTINGS_MODULE)
 
 
-def test_a_broker_that_is_not_rabbitmq_stops_the_process_naming_the_variable():
-    finished = run({**PRODUCTION, "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"}, "manage.py", "check")
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "amqp://guest@10.0.0.4//;redis://10.0.0.5:6379/0"])
+def test_a_broker_that_is_not_rabbitmq_stops_the_process_naming_the_variable(url):
+    finished = run({**PRODUCTION, "CELERY_BROKER_URL": url}, "manage.py", "check")
     assert finished.returncode != 0
-    assert "CELERY_BROKER_URL must be a RabbitMQ URL (amqp:// or amqps://), got one starting redis://" \
-        in finished.stderr
+    assert "CELERY_BROKER_URL must list RabbitMQ URLs (amqp:// or amqps://, ';' between a cluster's nodes), " \
+           "got one starting 'redis'" in finished.stderr
 
 
 NO_KEYS = {key: value for key, value in PRODUCTION.items() if key != "OMNIUM_CREDENTIAL_KEYS"}

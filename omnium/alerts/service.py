@@ -4,6 +4,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from omnium.alerts.models import Alert
+from omnium.messaging import hints
 
 
 def open_alert(kind: str, subject: str, message: str, **details) -> Alert | None:
@@ -39,7 +40,5 @@ def resolve_alert(kind: str, subject: str) -> int:
 def _notify_soon(alert_id: int) -> None:
     from omnium.alerts.tasks import send_alert_notices
 
-    try:
-        send_alert_notices.delay(alert_id)
-    except Exception:  # broker down: the alert sweeper sends it later
-        pass
+    # Without the broker the alert sweeper sends the notices later (the alert is a row).
+    hints.send_soon("an alert notice", lambda: send_alert_notices.delay(alert_id))

@@ -8,7 +8,7 @@ to each destination's queue follows after commit and is only a hint.
 from django.db import connection, transaction
 from django.dispatch import receiver
 
-from omnium.delivery.kicks import kick_all
+from omnium.delivery.kicks import kick_soon
 from omnium.feeds.signals import file_version_saved
 
 OWE = """
@@ -72,7 +72,7 @@ def owe_current_files_of(subscription_ids: list[int]) -> int:
 def _kick_after_commit(destination_ids) -> None:
     if destination_ids:
         ids = sorted(destination_ids)
-        transaction.on_commit(lambda: kick_all(ids))
+        transaction.on_commit(lambda: kick_soon(ids))
 
 
 def _owe_when_subscribed(sender, instance, created, **kwargs):

@@ -19,16 +19,14 @@ re-kicking them all (they had been owed for more than the sweeper's 3 s) doubled
 """
 
 import functools
-import logging
 
 from celery import current_app
 from redis.exceptions import RedisError
 
 from omnium import redis_keys
+from omnium.messaging import hints, outage
 from omnium.redis_client import redis_client
 from omnium.routing import delivery_queue, delivery_queue_declaration, destination_of
-
-log = logging.getLogger(__name__)
 
 TRANSIENT = 1  # AMQP delivery mode: kept in memory only
 
@@ -55,6 +53,14 @@ def kick(destination_id: int) -> None:
     kick_all([destination_id])
 
 
+def kick_soon(destination_ids) -> None:
+    """Kick these destinations from this process's hint thread: for a request or a post-commit
+    hook, which must never wait for the broker (omnium.messaging.hints)."""
+    ids = sorted(destination_ids)
+    if ids:
+        hints.send_soon("kicks", lambda: kick_all(ids))
+
+
 def kick_all(destination_ids) -> None:
     """Kick many destinations through one broker connection, in one pipelined batch.
 
@@ -72,10 +78,11 @@ def kick_all(destination_ids) -> None:
     for last_try in (False, True):
         try:
             _kick_through_one_connection(ids)
+            outage.succeeded()
             return
-        except Exception:  # the broker may be down; the sweeper re-kicks from PostgreSQL
+        except Exception as error:  # the broker may be down; the sweeper re-kicks from PostgreSQL
             if last_try:
-                log.warning("could not kick %d destinations", len(ids), exc_info=True)
+                outage.failed(f"kicks to {len(ids)} destinations", error)
                 forget_marks(ids)  # none of these kicks is on its way (as far as we know)
                 return
             # A pooled connection idle for minutes may be gone (RabbitMQ closes one that missed

@@ -19,7 +19,7 @@ from django.dispatch import receiver
 
 from omnium.clients.models import Client, Destination, Subscription
 from omnium.delivery import health
-from omnium.delivery.kicks import kick
+from omnium.delivery.kicks import kick_soon
 from omnium.delivery.models import DeliveryState, SenderState
 
 SUBSCRIPTION_SHAPE = ("transform", "file_name_template", "include_version", "include_result_marks", "filter")
@@ -75,9 +75,10 @@ def resend_client_shape(client_id: int, changed_fields) -> int:
 def _resend(states, event: str, destination_id: int | None = None) -> int:
     destinations = set(states.values_list("destination_id", flat=True))
     count = states.update(force_resend=True)
-    for owed_destination in destinations | ({destination_id} - {None}):
+    owed = destinations | ({destination_id} - {None})
+    for owed_destination in owed:
         health.record_event(event, owed_destination, files=count)
-        kick(owed_destination)
+    kick_soon(owed)
     return count
 
 

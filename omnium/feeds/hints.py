@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 
 from omnium import redis_keys
 from omnium.games.signals import changes_committed
+from omnium.messaging import hints
 from omnium.redis_client import redis_client
 from omnium.routing import BUILD_DUE, HANDLE_CHANGES, build_queue
 
@@ -32,14 +33,13 @@ return 1
 
 @receiver(changes_committed)
 def _handle_changes_soon(sender, lane, **kwargs):
-    try:
-        current_app.send_task(HANDLE_CHANGES, queue=build_queue(lane))
-    except Exception:  # the broker may be down; the sweeper will find the rows
-        log.warning("could not send the handle_changes hint", exc_info=True)
+    """After a save (in a request, often): from the hint thread, so the save never waits."""
+    hints.send_soon("a handle_changes hint", lambda: current_app.send_task(HANDLE_CHANGES, queue=build_queue(lane)))
 
 
-def wake_builders(lane: str, in_seconds: float) -> bool:
-    """Make sure a build_due task of `lane` runs in `in_seconds` (or earlier)."""
+def wake_builders(lane: str, in_seconds: float, *, soon: bool = False) -> bool:
+    """Make sure a build_due task of `lane` runs in `in_seconds` (or earlier). `soon`: sent
+    from the hint thread (for a request or a post-commit hook)."""
     now = time.time()
     at = round(now + in_seconds, 2)
     try:
@@ -52,7 +52,9 @@ def wake_builders(lane: str, in_seconds: float) -> bool:
         if not _first_local_wake(lane, at, now):
             return False
         log.warning("Redis unavailable for wake-up dedup; deduplicating in this process only")
-    current_app.send_task(BUILD_DUE, args=[lane], countdown=max(0.0, at - time.time()), queue=build_queue(lane))
+    send = hints.send_soon if soon else hints.send
+    send("a build wake-up", lambda: current_app.send_task(BUILD_DUE, args=[lane], countdown=max(0.0, at - time.time()),
+                                                          queue=build_queue(lane)))
     return True
 
 

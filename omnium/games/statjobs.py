@@ -22,6 +22,7 @@ from omnium.database import claim_renewal
 from omnium.games.models import ClockTimestamp, Games, StatJob
 from omnium.games.outbox import record_change
 from omnium.games.stats import STATS
+from omnium.messaging import hints
 from omnium.routing import RUN_STAT_JOB, stats_queue
 
 log = logging.getLogger(__name__)
@@ -32,11 +33,12 @@ def enqueue(games: Games, stat: str, lane: str, *, fixture=None, event=None) -> 
     if stat not in STATS:
         raise ValueError(f"unknown stat {stat!r}; known: {sorted(STATS)}")
     job = StatJob.objects.create(games=games, stat=stat, lane=lane, fixture=fixture, event=event)
-    transaction.on_commit(lambda: _send(job.pk, lane))
+    transaction.on_commit(lambda: hints.send_soon("a stat job", lambda: _send(job.pk, lane)))
     return job
 
 
 def _send(job_id: int, lane: str, countdown: float = 0) -> None:
+    """The job's hint; without it the stat-job sweeper runs the job (it is a row in PostgreSQL)."""
     current_app.send_task(RUN_STAT_JOB, args=[job_id], queue=stats_queue(lane), countdown=countdown)
 
 
@@ -96,7 +98,8 @@ def _failed(job: StatJob, exc: Exception) -> str:
         StatJob.objects.filter(pk=job.pk).update(
             state=StatJob.State.PENDING, run_after=retry_at, claimed_until=None, last_error=error
         )
-        _send(job.pk, job.lane, countdown=(retry_at - timezone.now()).total_seconds())
+        hints.send("a stat job retry",
+                   lambda: _send(job.pk, job.lane, countdown=(retry_at - timezone.now()).total_seconds()))
         return "retry"
     StatJob.objects.filter(pk=job.pk).update(
         state=StatJob.State.FAILED, finished_at=ClockTimestamp(), claimed_until=None, last_error=error

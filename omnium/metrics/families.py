@@ -10,7 +10,7 @@ process.
 
 import functools
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 # Proof age: from the newest real change in the file to its confirmed send. Buckets around
 # the targets (a lone change under 0.8 s, 95 % under 1.5 s, "behind" after 60 s).
@@ -46,7 +46,14 @@ def pull_requests() -> Counter:
     return Counter("omnium_pull_requests", "Pull API responses", ["status"])
 
 
-FAMILIES = (delivery_freshness, sends, send_failures, build_duration, pull_requests)
+@functools.cache
+def broker_unreachable() -> Gauge:
+    # The highest of the host's live processes: 1 while any of them cannot reach the broker.
+    return Gauge("omnium_broker_unreachable", "1 while this process cannot publish to the broker, else 0",
+                 multiprocess_mode="livemax")
+
+
+FAMILIES = (delivery_freshness, sends, send_failures, build_duration, pull_requests, broker_unreachable)
 
 
 def any_made() -> bool:

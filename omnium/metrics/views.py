@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from omnium.metrics import families
 from omnium.metrics.owed_files import OwedFilesCollector
 from omnium.metrics.process_files import in_multiprocess_mode
 
@@ -33,6 +34,9 @@ def _allowed(request: HttpRequest) -> bool:
 
 
 def _exposition() -> bytes:
+    # Served from the first scrape, at 0, though no process has lost the broker yet: an alert
+    # rule on a series that does not exist would never fire.
+    families.broker_unreachable()
     # In multiprocess mode this process's own registry holds only its own share: the host's
     # files are the whole. Without it (runserver, tests) this process is the whole.
     counts = REGISTRY

@@ -141,7 +141,7 @@ def queue_missing(games: Games) -> dict:
     pull_files = pull_files_of(games)
     queued = debounce.note_first_builds(standard, BULK) + debounce.note_first_builds(pull_files, BULK)
     if queued:
-        transaction.on_commit(lambda: wake_builders(BULK, 0))
+        transaction.on_commit(lambda: wake_builders(BULK, 0, soon=True))
     return {"pull_files": len(pull_files), "queued_first_builds": queued}
 
 

@@ -12,7 +12,6 @@ nothing updated that copy. So the destinations follow the records they derive fr
 Hooks run after commit: the destinations must see the committed records.
 """
 
-import logging
 
 from celery import current_app
 from django.db import transaction
@@ -21,10 +20,9 @@ from django.db.models.signals import post_delete, post_save
 from omnium.clients.models import Client, Entitlement
 from omnium.conf import omnium_setting
 from omnium.games.models import Games
+from omnium.messaging import hints
 from omnium.pullapi.pull_cache_destinations import ensure_destinations, queue_missing
 from omnium.routing import PREPARE_PULL_FILES
-
-log = logging.getLogger(__name__)
 
 
 def repair_every_games() -> dict:
@@ -61,10 +59,8 @@ def _client_changed(sender, instance, raw=False, **kwargs):
 
 
 def _send_quietly(task_name: str, *args) -> None:
-    try:
-        current_app.send_task(task_name, args=args)
-    except Exception:  # broker down: the repair task builds what is missing later
-        log.warning("%s not sent; the repair task will do it", task_name, exc_info=True)
+    """Without the broker, the repair task builds what is missing later."""
+    hints.send_soon(task_name, lambda: current_app.send_task(task_name, args=args))
 
 
 def connect() -> None:

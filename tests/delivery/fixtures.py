@@ -7,6 +7,7 @@ import pytest
 
 from devtools.loopback.hosts import SilentHost, WebhookReceiver
 from devtools.provisioning import provision_destination
+from omnium.messaging import hints
 from tests.transports.kits import REDIS_TEST_URL, WEBHOOK_SECRET
 
 _names = itertools.count()
@@ -42,6 +43,8 @@ def subscribe(transactional_db):
 
     def make(games, settings, feed_types=("calendar",), client="acme", **subscription):
         name = f"{settings[0]}-{next(_names)}"
-        return provision_destination(client, name, settings, games, feed_types, **subscription)
+        destination = provision_destination(client, name, settings, games, feed_types, **subscription)
+        hints.wait_until_sent()  # its first kick, sent by the hint thread as after any save
+        return destination
 
     return make

@@ -48,8 +48,8 @@ def _provision(games) -> tuple[list[int], float, int]:
 def kicked(monkeypatch) -> list[int]:
     """The destinations kicked, in order (instead of messages to the broker)."""
     recorded = []
-    for module in (fanout, tasks):
-        monkeypatch.setattr(module, "kick_all", recorded.extend)
+    monkeypatch.setattr(fanout, "kick_soon", recorded.extend)
+    monkeypatch.setattr(tasks, "kick_all", recorded.extend)
     monkeypatch.setattr(queues, "announce", lambda ids, complete=False: None)
     return recorded
 

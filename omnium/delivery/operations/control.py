@@ -16,7 +16,7 @@ from omnium import redis_keys
 from omnium.clients import audit
 from omnium.clients.models import Destination
 from omnium.delivery import health
-from omnium.delivery.kicks import kick
+from omnium.delivery.kicks import kick_soon
 from omnium.delivery.models import DeliveryState, SenderState
 from omnium.redis_client import redis_client
 
@@ -50,7 +50,7 @@ def resume(destination_id: int, by=None) -> None:
     health.record_event("resumed", destination_id, by=str(by or ""))
     _audit(by, [destination_id], "Resumed")
     publish("resume", destination_id)
-    kick(destination_id)
+    kick_soon([destination_id])
 
 
 def _publish_status_after_resume(destination_id: int) -> None:
@@ -69,7 +69,7 @@ def retry_now(destination_id: int, by=None) -> None:
     SenderState.objects.filter(pk=_sender_state(destination_id).pk).update(retry_at=None)
     health.record_event("retry_now", destination_id)
     _audit(by, [destination_id], "Retried now (back-off wait skipped)")
-    kick(destination_id)
+    kick_soon([destination_id])
 
 
 def resend(state_ids, by=None, why: str = "Resent") -> int:
@@ -80,7 +80,7 @@ def resend(state_ids, by=None, why: str = "Resent") -> int:
     count = states.update(force_resend=True, dead_lettered_at=None)
     for destination_id in destinations:
         health.record_event("resend", destination_id, files=count)
-        kick(destination_id)
+    kick_soon(destinations)
     _audit(by, destinations, f"{why}: {', '.join(sorted({doc_key for _, doc_key in rows}))}"[:1000])
     return count
 

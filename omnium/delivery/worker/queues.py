@@ -16,7 +16,6 @@ Without priorities a worker that started first was first in every queue's turn: 
 2,000 destinations gave one of two workers 90% of the sends, the other sitting idle.
 """
 
-import logging
 import zlib
 
 from celery import current_app
@@ -25,9 +24,8 @@ from django.db import transaction
 from django.db.models.signals import post_save
 
 from omnium.clients.models import Destination
+from omnium.messaging import hints
 from omnium.routing import delivery_queue_declaration, is_delivery_worker
-
-log = logging.getLogger(__name__)
 
 PRIORITIES = 10
 
@@ -76,16 +74,13 @@ def active_queues(state):
 def announce(ids: list[int], complete: bool = False) -> None:
     """Tell every running delivery worker to consume these destinations' queues (a hint; the
     sweeper repeats it with the complete list)."""
-    try:
-        current_app.control.broadcast("omnium_consume_queues", arguments={"destinations": ids, "complete": complete},
-                                      reply=False)
-    except Exception:
-        log.warning("could not broadcast delivery queues", exc_info=True)
+    hints.send("the delivery queues", lambda: current_app.control.broadcast(
+        "omnium_consume_queues", arguments={"destinations": ids, "complete": complete}, reply=False))
 
 
 def _announce_new_destination(sender, instance, created, **kwargs):
-    if created:
-        transaction.on_commit(lambda: announce([instance.pk]))
+    if created:  # saved in a request, often: from the hint thread
+        transaction.on_commit(lambda: hints.send_soon("a new delivery queue", lambda: announce([instance.pk])))
 
 
 post_save.connect(_announce_new_destination, sender=Destination, dispatch_uid="delivery-announce-queue")
