@@ -44,7 +44,7 @@ def subscribe(transactional_db):
     def make(games, settings, feed_types=("calendar",), client="acme", **subscription):
         name = f"{settings[0]}-{next(_names)}"
         destination = provision_destination(client, name, settings, games, feed_types, **subscription)
-        hints.wait_until_sent()  # its first kick, sent by the hint thread as after any save
+        assert hints.wait_until_sent(), "its first kick, sent by the hint thread as after any save"
         return destination
 
     return make

@@ -1,5 +1,6 @@
 """Delivery through real Celery workers: isolation, one sender at a time, crashes."""
 
+import re
 import socket
 import threading
 import time
@@ -387,3 +388,29 @@ def keys_anywhere(node, key: str) -> bool:
     if isinstance(node, list):
         return any(keys_anywhere(item, key) for item in node)
     return False
+
+
+def test_a_complete_list_of_queues_drops_the_deleted_destinations_and_keeps_the_newer_ones(
+        small_games, subscribe, transactional_db):
+    """The sweeper's list is complete as of its read: an older destination missing from it was
+    deleted (its queue is dropped), a newer one was made since (its queue stays: dropped, its
+    first kick would have waited for the next sweep)."""
+    older, listed, newer = (subscribe(small_games, webhook_settings("http://127.0.0.1:9/q")).pk for _ in range(3))
+    delivery = child_processes.start_delivery_worker("delivery-lists")
+    try:
+        worker = f"delivery-lists@{socket.gethostname()}"
+
+        def consumed() -> set[int]:
+            reported = current_app.control.inspect(destination=[worker], timeout=5).active_queues() or {}
+            return {destination_of(queue["name"]) for queue in reported.get(worker, [])} - {None}
+
+        wait_until(lambda: consumed() >= {older, listed, newer}, 15, message="every destination's queue consumed")
+        # The sweep a worker asks for as it connects lists all three: let its list go first.
+        wait_until(lambda: re.search(r"sweep_deliveries\[\S+\] succeeded", delivery.output_since_start()), 15,
+                   message="the worker's first sweep done")
+        time.sleep(1)
+        announce([listed], complete=True)  # read before `newer` was made, and after `older` was deleted
+        wait_until(lambda: older not in consumed(), 15, message="the deleted destination's queue dropped")
+        assert {listed, newer} <= consumed()
+    finally:
+        delivery.stop()
