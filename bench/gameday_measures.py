@@ -64,9 +64,11 @@ def longest_gap(start: datetime, end: datetime, destination_ids) -> float:
     for destination_id, confirmed in _rows(CONFIRMED_BETWEEN, {"ids": list(destination_ids), "start": start,
                                                                "end": end}):
         moments[destination_id].append(float(confirmed))
-    gaps = [max(later - earlier for earlier, later in zip(sorted(times), [*sorted(times)[1:], end.timestamp()]))
-            for times in moments.values()]
-    return round(max(gaps), 3)
+    return round(max(_longest_step([*sorted(times), end.timestamp()]) for times in moments.values()), 3)
+
+
+def _longest_step(moments: list[float]) -> float:
+    return max(later - earlier for earlier, later in zip(moments, moments[1:]))
 
 
 FIRST_CONFIRMED_AT = """

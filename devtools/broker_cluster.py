@@ -58,7 +58,7 @@ class BrokerNode:
         self.process: ManagedProcess | None = None
 
     def url(self, vhost: str = "/") -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.amqp_port}/{vhost.lstrip('/') if vhost != '/' else ''}"
+        return f"amqp://guest:guest@127.0.0.1:{self.amqp_port}/{vhost.lstrip('/')}"
 
     @property
     def management_url(self) -> str:

@@ -49,7 +49,7 @@ def destination_of(queue_name: str) -> int | None:
 DELIVERY_QUEUE_EXPIRES_MS = 24 * 3600 * 1000
 
 
-def hint_queue(name: str, **arguments) -> Queue:
+def hint_queue(name: str, arguments: dict | None = None) -> Queue:
     """Every queue of Omnium, as each process declares it: RabbitMQ refuses a second
     declaration with other arguments.
 
@@ -61,12 +61,12 @@ def hint_queue(name: str, **arguments) -> Queue:
     stays the dead node's: every declaration and consumer is refused with "home node ... is
     down or inaccessible" until that node returns, and Celery's workers exit on it.
     docs/decisions/007-broker-cluster.md weighs this against replicated (quorum) queues."""
-    return Queue(name, Exchange(name, "direct"), name, durable=False, queue_arguments=arguments or None)
+    return Queue(name, Exchange(name, "direct"), name, durable=False, queue_arguments=arguments)
 
 
 def delivery_queue_declaration(destination_id: int) -> Queue:
     """How a destination's queue is declared, by the kicks and by the consuming workers alike."""
-    return hint_queue(delivery_queue(destination_id), **{"x-expires": DELIVERY_QUEUE_EXPIRES_MS})
+    return hint_queue(delivery_queue(destination_id), {"x-expires": DELIVERY_QUEUE_EXPIRES_MS})
 
 
 # Tasks sent by name, so the modules that send them need not import the task modules
@@ -104,32 +104,26 @@ def task_routes() -> dict:
     }
 
 
-# The sweeps that re-derive owed work from PostgreSQL, and the queue each runs on.
+# The sweeps that re-derive owed work from PostgreSQL: beat's entry name, the task, and the
+# queue it runs on. Beat sends each every SWEEP_INTERVAL_S; a worker that connects asks for
+# those of its queues at once (omnium.messaging.sweep_on_connect).
 SWEEPS = {
-    "omnium.feeds.tasks.sweep": build_queue(LIVE),
-    "omnium.games.tasks.sweep_stat_jobs": stats_queue(LIVE),
-    "omnium.delivery.tasks.sweep_deliveries": DELIVERY_CONTROL_QUEUE,
+    "sweep-changes-and-builds": ("omnium.feeds.tasks.sweep", build_queue(LIVE)),
+    "sweep-stat-jobs": ("omnium.games.tasks.sweep_stat_jobs", stats_queue(LIVE)),
+    "sweep-deliveries": ("omnium.delivery.tasks.sweep_deliveries", DELIVERY_CONTROL_QUEUE),
 }
+
+
+def sweep_expires_s() -> float:
+    """A sweep not run within two intervals is dropped: the next one does its work."""
+    return omnium_setting("SWEEP_INTERVAL_S") * 2
 
 
 def beat_schedule() -> dict:
     every = omnium_setting("SWEEP_INTERVAL_S")
     return {
-        "sweep-changes-and-builds": {
-            "task": "omnium.feeds.tasks.sweep",
-            "schedule": every,
-            "options": {"expires": every * 2},
-        },
-        "sweep-stat-jobs": {
-            "task": "omnium.games.tasks.sweep_stat_jobs",
-            "schedule": every,
-            "options": {"expires": every * 2},
-        },
-        "sweep-deliveries": {
-            "task": "omnium.delivery.tasks.sweep_deliveries",
-            "schedule": every,
-            "options": {"expires": every * 2},
-        },
+        **{name: {"task": task, "schedule": every, "options": {"expires": sweep_expires_s()}}
+           for name, (task, _) in SWEEPS.items()},
         "sweep-alert-notices": {
             "task": "omnium.alerts.tasks.sweep_alert_notices",
             "schedule": 30.0,

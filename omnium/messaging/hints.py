@@ -12,14 +12,11 @@ The hint thread only publishes: a callable handed to it must not use the databas
 connection would belong to a thread that never closes it).
 """
 
-import logging
 import os
 import queue
 import threading
 
 from omnium.messaging import outage
-
-log = logging.getLogger(__name__)
 
 # Hints waiting for the thread. A broker that hangs holds the thread; past this many the
 # newest are dropped (each is a hint the sweepers cover), so a stalled broker never grows a

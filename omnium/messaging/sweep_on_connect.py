@@ -10,9 +10,8 @@ a second instead of waiting for beat's next round.
 
 from celery import bootsteps
 
-from omnium.conf import omnium_setting
 from omnium.messaging import hints, outage
-from omnium.routing import SWEEPS
+from omnium.routing import SWEEPS, sweep_expires_s
 
 
 class SweepOnConnect(bootsteps.StartStopStep):
@@ -23,7 +22,7 @@ class SweepOnConnect(bootsteps.StartStopStep):
     def start(self, c):
         outage.succeeded()  # connected: whatever this process saw of an outage is over
         consumed = set(c.app.amqp.queues.consume_from)
-        for task, queue in SWEEPS.items():
+        for task, queue in SWEEPS.values():
             if queue in consumed:
                 hints.send(f"a {task} on connecting", lambda task=task, queue=queue: c.app.send_task(
-                    task, queue=queue, expires=omnium_setting("SWEEP_INTERVAL_S") * 2))
+                    task, queue=queue, expires=sweep_expires_s()))

@@ -74,13 +74,17 @@ def active_queues(state):
 def announce(ids: list[int], complete: bool = False) -> None:
     """Tell every running delivery worker to consume these destinations' queues (a hint; the
     sweeper repeats it with the complete list)."""
-    hints.send("the delivery queues", lambda: current_app.control.broadcast(
-        "omnium_consume_queues", arguments={"destinations": ids, "complete": complete}, reply=False))
+    hints.send("the delivery queues", lambda: _broadcast(ids, complete))
+
+
+def _broadcast(ids: list[int], complete: bool) -> None:
+    current_app.control.broadcast("omnium_consume_queues", arguments={"destinations": ids, "complete": complete},
+                                  reply=False)
 
 
 def _announce_new_destination(sender, instance, created, **kwargs):
     if created:  # saved in a request, often: from the hint thread
-        transaction.on_commit(lambda: hints.send_soon("a new delivery queue", lambda: announce([instance.pk])))
+        transaction.on_commit(lambda: hints.send_soon("a new delivery queue", lambda: _broadcast([instance.pk], False)))
 
 
 post_save.connect(_announce_new_destination, sender=Destination, dispatch_uid="delivery-announce-queue")
