@@ -35,6 +35,11 @@ START_TIMEOUT_S = 90  # a node boots in 7 s on an idle 2-core machine, much late
 # How soon a node sees that a peer has gone silent: Erlang's default of 60 s (45-75 s) is a
 # long partition; 8 s makes one that a test can wait out.
 NET_TICKTIME_S = 8
+# A node whose boot fails is started again, as the Debian unit's Restart=on-failure would:
+# RabbitMQ 3.10 nodes booting together after a whole-cluster loss now and then fail to sync
+# their feature flags with a peer that is itself mid-boot ({incompatible_feature_flags,
+# {badrpc, {badmap, undefined}}}), and the next boot joins. More than this many is a real fault.
+BOOT_RESTARTS = 3
 
 
 def _server_script() -> str:
@@ -56,6 +61,7 @@ class BrokerNode:
         (self.dir / "data").mkdir(parents=True)
         (self.dir / "log").mkdir()
         self.process: ManagedProcess | None = None
+        self.failed_boots = 0  # since the last start(): boots that failed and were started again
 
     def url(self, vhost: str = "/") -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.amqp_port}/{vhost.lstrip('/')}"
@@ -79,11 +85,35 @@ class BrokerNode:
 
     def start(self) -> None:
         """Start the node (its data kept from an earlier run, so a killed node rejoins)."""
+        self.failed_boots = 0
+        self._launch()
+
+    def _launch(self) -> None:
+        if self.process is not None:
+            self.process.stop()  # gone already (killed, or its boot failed): closes its log
         self.process = ManagedProcess([_server_script()], self.name.split("@")[0], env=self._environment(),
                                       log_dir=self.cluster.log_dir, cwd=self.dir)
 
     def wait_until_running(self) -> None:
-        self.process.wait_until(self.answers, START_TIMEOUT_S, "answering on its management API")
+        """Wait until the node answers, starting it again if its boot fails (see BOOT_RESTARTS)."""
+        while True:
+            try:
+                return self.process.wait_until(self.answers, START_TIMEOUT_S, "answering on its management API")
+            except RuntimeError:  # it exited before it answered
+                if self.running():
+                    raise
+                self.restart_if_boot_failed()
+
+    def restart_if_boot_failed(self) -> None:
+        """Start the node again if its process has exited, as its supervisor would; raise,
+        with the log, after BOOT_RESTARTS failed boots in a row."""
+        if self.process is None or self.running():
+            return
+        if self.failed_boots >= BOOT_RESTARTS:
+            raise RuntimeError(f"{self.name} failed to boot {self.failed_boots + 1} time(s) in a row:\n"
+                               f"{self.process.log_tail()}")
+        self.failed_boots += 1
+        self._launch()
 
     def answers(self) -> bool:
         try:
@@ -222,6 +252,7 @@ class BrokerCluster:
 
         def majority_running() -> bool:
             for node in self.nodes:
+                node.restart_if_boot_failed()
                 try:
                     listed = cluster_nodes(node.management_url) if node.answers() else []
                 except (requests.RequestException, RuntimeError):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from devtools import processes
+from devtools import broker_cluster, processes
 from devtools.broker_cluster import BrokerCluster
 from devtools.loopback.hosts import SilentHost
 from devtools.waiting import live_builds_pending, wait_until
@@ -191,6 +191,28 @@ def test_a_node_cut_off_from_the_others_sends_its_clients_to_the_majority_and_no
     for destination in destinations:
         assert never_backwards(destination)
     assert all(process.running() for process in started[:-1]), "every worker survived the partition"
+
+
+def test_a_node_whose_boot_fails_is_started_again_as_its_supervisor_would_and_too_many_failures_are_reported(
+        cluster, on_the_cluster, monkeypatch):
+    """RabbitMQ 3.10 nodes booting together after a whole-broker loss now and then fail their
+    feature-flag sync with a peer mid-boot; the Debian unit restarts them (Restart=on-failure),
+    and so does the harness, or a test of Omnium would fail on a fault of the broker's boot."""
+    node = cluster.nodes[-1]
+    node.kill()
+    node.start()
+    node.process.kill()  # it exits before it answers, as a failed boot does
+    node.wait_until_running()
+    assert node.failed_boots == 1
+    cluster.wait_until_clustered()
+
+    monkeypatch.setattr(broker_cluster, "BOOT_RESTARTS", 0)
+    node.kill()
+    node.start()
+    node.process.kill()
+    with pytest.raises(RuntimeError, match="failed to boot"):
+        node.wait_until_running()
+    assert not node.running()
 
 
 SAVE_WITH_A_SILENT_BROKER = """
