@@ -13,6 +13,8 @@ vhost. The faults, in the faulted phase (seconds after its start):
   with --broker-cluster (the day runs on a three-node RabbitMQ cluster of its own):
   230  kill -9 the node where most queues live (started again 20 s later)
   260  the whole broker down for 30 s
+A fault that takes long to inject (the rotation's rolling restart) moves the later ones back by
+as much; with --broker-cluster give the day 7 minutes or more (--minutes 7).
 
   recovery_s_max       our own faults: fault's end -> every healthy destination has confirmed a
                        version committed after it (the worst destination, the worst fault)

@@ -204,11 +204,16 @@ def inject_faults(started: float, ctx: dict, args) -> list:
             (260, lambda: faults.stop_the_whole_broker(ctx["cluster"], BROKER_OUTAGE_S)),
         ]
     done = []
+    # A fault whose injection takes long (the rolling restart of the credential rotation takes
+    # about a minute on 2 cores) moves every later one back by as much, so the spacing holds:
+    # without it the node kill and the whole broker's loss fell on the same second.
+    late_by = 0.0
     for at_s, inject in schedule:
         if inject is None:
             continue
-        faults.wait_for(at_s, started)
+        faults.wait_for(at_s + late_by, started)
         fault = inject()
+        late_by = max(late_by, time.monotonic() - started - at_s)
         log(f"fault: {fault.name}")
         done.append(fault)
     return done
