@@ -14,6 +14,7 @@ from omnium.conf import omnium_setting
 from omnium.database import claim_renewal
 from omnium.feeds import build_alerts, builder, changes, debounce, stopping
 from omnium.feeds.hints import wake_builders
+from omnium.messaging import hints
 from omnium.redis_client import redis_client
 from omnium.routing import BUILD_LANES, LIVE, build_queue
 
@@ -57,7 +58,8 @@ def build_due(lane: str) -> int:
         if claim is None:
             break
         if built == 0 and debounce.next_due_in(lanes) == 0:  # more is due: a second pair of hands
-            build_due.apply_async(args=[lane], queue=build_queue(lane))
+            # A hint: with the broker gone this instant, the loop goes on building alone.
+            hints.send("a second builder", lambda: build_due.apply_async(args=[lane], queue=build_queue(lane)))
         held = claim_renewal.hold(f"build {claim.doc_key}", lambda claim=claim: debounce.renew(claim), claimed_at)
         try:
             with stopping.building(claim):

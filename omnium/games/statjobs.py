@@ -33,8 +33,14 @@ def enqueue(games: Games, stat: str, lane: str, *, fixture=None, event=None) -> 
     if stat not in STATS:
         raise ValueError(f"unknown stat {stat!r}; known: {sorted(STATS)}")
     job = StatJob.objects.create(games=games, stat=stat, lane=lane, fixture=fixture, event=event)
-    transaction.on_commit(lambda: hints.send_soon("a stat job", lambda: _send(job.pk, lane)))
+    transaction.on_commit(lambda: _send_soon(job.pk, lane))
     return job
+
+
+def _send_soon(job_id: int, lane: str) -> None:
+    """The job's hint from the hint thread: a save in a request never waits for the broker,
+    nor fails when it is down."""
+    hints.send_soon("a stat job", lambda: _send(job_id, lane))
 
 
 def _send(job_id: int, lane: str, countdown: float = 0) -> None:
@@ -129,7 +135,7 @@ def run_again(job_ids) -> int:
             state=StatJob.State.PENDING, attempts=0, run_after=ClockTimestamp(), finished_at=None
         )
         for job_id, lane in lanes.items():
-            transaction.on_commit(lambda job_id=job_id, lane=lane: _send(job_id, lane))
+            transaction.on_commit(lambda job_id=job_id, lane=lane: _send_soon(job_id, lane))
     return len(lanes)
 
 
