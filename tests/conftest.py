@@ -1,10 +1,15 @@
 """Fixtures every test package may use, and the two tiers of the suite.
 
-`make test-fast` runs the tests that start no process (`-m "not worker and not servers"`);
-`make test` runs everything. A test that starts a Celery process is marked `worker`, one that
-starts a server process (loopback servers, API servers, a browser) `servers`; a test in the
-fast tier that tries to start a process fails and says which mark it needs.
+`make test-fast` runs the tests that start no process and need no broker (`-m "not worker and
+not servers and not broker"`); `make test` runs everything. A test that starts a Celery process
+is marked `worker`, one that starts a server process (loopback servers, API servers, a browser)
+`servers`, one that publishes to RabbitMQ and looks at what arrived `broker`. A test in the
+fast tier that tries to start a process fails and says which mark it needs; one that needs the
+broker finds none there (the fast tier's Celery is given a port that refuses), so the fast tier
+passes with RabbitMQ stopped.
 """
+
+import socket
 
 import pytest
 from celery import current_app
@@ -20,8 +25,11 @@ pytest_plugins = ["tests.delivery.fixtures", "tests.transports.fixtures"]
 
 ALL_QUEUES = LIVE_QUEUES + BULK_QUEUES
 PROCESS_MARKS = ("worker", "servers")
+BROKER_MARKS = (*PROCESS_MARKS, "broker")  # tests that need this run's broker vhost
 # Fixtures that start Celery processes: a test using one is marked `worker` automatically.
 WORKER_FIXTURES = {"worker", "beat", "pipeline", "delivery_worker"}
+# Fixtures that need the machine's RabbitMQ: a test using one is marked `broker` automatically.
+BROKER_FIXTURES = {"amqp_broker", "amqp_kit"}
 
 
 def pytest_configure(config):
@@ -30,8 +38,16 @@ def pytest_configure(config):
     # Every admin test makes a user; PBKDF2's million rounds cost a quarter second each time.
     # No test is about password hashing, and the fast hasher checks a password the same way.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    if _runs_tests(config):
+
+
+def pytest_collection_finish(session):
+    """A broker vhost for a run that selected a test needing one; otherwise no broker at all."""
+    if not _runs_tests(session.config):
+        return
+    if any(item.get_closest_marker(mark) for item in session.items for mark in BROKER_MARKS):
         _broker_of_this_run()
+    else:
+        _no_broker()
 
 
 def _runs_tests(config) -> bool:
@@ -50,14 +66,38 @@ def _broker_of_this_run():
     current_app.conf.broker_url = url
 
 
+_refusing: socket.socket | None = None
+
+
+def _no_broker():
+    """Celery pointed at a loopback port that is bound and never listens, so every connection
+    is refused at once: whatever a fast-tier test publishes meets the outage path (the hint
+    thread drops it, as in production), whether RabbitMQ runs on this machine or not."""
+    global _refusing
+    _refusing = socket.socket()
+    _refusing.bind((processes.LOOPBACK, 0))
+    url = f"amqp://guest:guest@{processes.LOOPBACK}:{_refusing.getsockname()[1]}//"
+    settings.CELERY_BROKER_URL = url
+    current_app.conf.broker_url = url
+    # One refused connection is the answer: kombu would otherwise try again for up to its
+    # connect timeout (4 s) on each publish, and the hint thread would fall behind the tests.
+    # Both settings: a publish with Celery's retry policy copies that policy into its pooled
+    # connection's transport options (kombu's Producer.publish), which a kick then reuses.
+    current_app.conf.broker_transport_options = {"max_retries": 0}
+    current_app.conf.task_publish_retry_policy = {"max_retries": 0}
+
+
 def _empty_every_table(self):
     database_snapshots.empty_every_table()
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if WORKER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.worker)
+        if BROKER_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.broker)
 
 
 @pytest.fixture(autouse=True)

@@ -43,6 +43,7 @@ def outage_records(caplog):
     return [record.getMessage() for record in caplog.records if record.name == OUTAGE_LOGGER]
 
 
+@pytest.mark.broker
 def test_an_outage_is_told_once_as_it_begins_and_once_as_it_ends(no_outage, caplog):
     closed = free_port()
     caplog.set_level(logging.WARNING, logger=OUTAGE_LOGGER)

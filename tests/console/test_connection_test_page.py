@@ -87,6 +87,7 @@ def test_the_admin_action_tests_every_selected_destination(admin_client, webhook
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.broker
 def test_fifty_silent_destinations_selected_start_only_what_the_caps_allow_and_answer_at_once(
         admin_client, silent_host, settings):
     settings.OMNIUM = {**settings.OMNIUM, "PROBES_AT_ONCE": 8, "PROBES_PER_PERSON_PER_MINUTE": 12}

@@ -3,6 +3,7 @@
 import queue
 from datetime import timedelta
 
+import pytest
 from celery import current_app
 from django.conf import settings
 from django.utils import timezone
@@ -38,6 +39,7 @@ def _drain_messages(destination_id, delivery_modes=None) -> list:
             waiting.close()
 
 
+@pytest.mark.broker
 def test_kicking_many_destinations_puts_one_kick_naming_it_on_each_ones_queue():
     destinations = [9_000_007, 9_000_008, 9_000_009]  # no real destination has these
 
@@ -47,6 +49,7 @@ def test_kicking_many_destinations_puts_one_kick_naming_it_on_each_ones_queue():
         assert _drain_messages(destination_id) == [destination_id]
 
 
+@pytest.mark.broker
 def test_a_kick_is_in_its_queue_when_kick_all_returns_a_new_destinations_too():
     """kick_all returns once the broker has taken its kicks, so another connection's purge or
     get, right after it, finds them. A new destination's queue is made as its first kick
@@ -63,6 +66,7 @@ def test_a_kick_is_in_its_queue_when_kick_all_returns_a_new_destinations_too():
             channel.queue_delete(delivery_queue(destination_id))
 
 
+@pytest.mark.broker
 def test_kicks_are_transient_messages_the_broker_keeps_in_memory_only():
     """Hints, not records: a broker restart may lose them (the sweeper re-kicks), and RabbitMQ
     writes none of them to disk."""
@@ -75,6 +79,7 @@ def test_kicks_are_transient_messages_the_broker_keeps_in_memory_only():
     assert modes == [TRANSIENT, TRANSIENT]
 
 
+@pytest.mark.broker
 def test_the_sweeper_re_kicks_only_destinations_whose_kick_is_not_on_its_way(small_games, subscribe, clean_redis,
                                                                             monkeypatch):
     """While a fan-out drains, its kicks wait in their queues: re-kicking every destination
@@ -117,6 +122,7 @@ def test_the_sweeper_does_not_kick_a_destination_drained_since_it_read_the_idle_
     assert not redis_client().exists(redis_keys.kick_on_its_way(ids[0]))  # no mark without a kick on its way
 
 
+@pytest.mark.broker
 def test_a_drain_clears_its_kick_mark_whether_it_sends_or_not(small_games, subscribe, clean_redis, receiver):
     """A drain that sends clears the mark with its first send's status (one round trip); one
     that sends nothing, or finds the lease taken, clears it on its own."""
@@ -142,6 +148,7 @@ def test_a_drain_clears_its_kick_mark_whether_it_sends_or_not(small_games, subsc
     assert not marked(sending)
 
 
+@pytest.mark.broker
 def test_a_kick_finds_its_queue_whether_or_not_the_queue_existed_before():
     """Kicks are published without declaring their queues; RabbitMQ returns the kick of a queue
     that does not exist (a new destination's), which is then declared and kicked again."""
@@ -157,6 +164,7 @@ def test_a_kick_finds_its_queue_whether_or_not_the_queue_existed_before():
     assert _drain_messages(new) == [new]
 
 
+@pytest.mark.broker
 def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
     """A builder's pooled connection idle for minutes may be closed by RabbitMQ (missed
     heartbeats); the first kicks after that are not lost on it."""
@@ -170,6 +178,7 @@ def test_kicks_through_a_pooled_connection_the_broker_closed_still_arrive():
     assert _drain_messages(9_000_032) == [9_000_032]
 
 
+@pytest.mark.broker
 def test_kicks_are_marked_on_their_way_before_they_are_published(clean_redis, monkeypatch):
     """Publishing thousands of kicks takes seconds; a sweep in the meantime must see them marked."""
     destinations = [9_000_051, 9_000_052]

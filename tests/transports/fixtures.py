@@ -157,8 +157,15 @@ def _kit(kit):
 SERVER_PROCESSES = {"s3", "sftp", "ftp", "azure_blob"}
 
 
-@pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.servers) if kind in SERVER_PROCESSES else kind
-                        for kind in KINDS])
+def _kind_param(kind: str):
+    """A kind whose server is a process of its own is marked `servers`; AMQP, whose server is
+    the machine's RabbitMQ, `broker`."""
+    if kind in SERVER_PROCESSES:
+        return pytest.param(kind, marks=pytest.mark.servers)
+    return pytest.param(kind, marks=pytest.mark.broker) if kind == "amqp" else kind
+
+
+@pytest.fixture(params=[_kind_param(kind) for kind in KINDS])
 def kit(request):
     """Each transport kind in turn, wired to its real server."""
     return request.getfixturevalue(f"{request.param}_kit")
