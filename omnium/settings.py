@@ -186,6 +186,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "omnium.pullapi",
     "omnium.reports",
+    "omnium.portal",
 ]
 
 MIDDLEWARE = [

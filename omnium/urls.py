@@ -1,5 +1,5 @@
 """Every URL, in two sides that production serves from separate processes (OMNIUM_SERVES): the
-pull API for clients, and the admin for staff. The load balancer's probes and /metrics are on
+pull API for clients, and the admin for staff (with each client's portal). The load balancer's probes and /metrics are on
 both, so each process can be probed and scraped on its own port."""
 
 from django.conf import settings
@@ -20,6 +20,7 @@ STAFF = [
     path("admin/delivery/", include("omnium.delivery.views")),
     path("admin/delivery/status/", include("omnium.reports.views")),
     path("admin/", admin.site.urls),
+    path("portal/", include("omnium.portal.views")),  # each client's own window, opened by a link
 ]
 # The pull API (/getfeeds, /v1/…) first and not nested in an include: it takes thousands of
 # requests a second, and each level of URL resolving costs every one of them.

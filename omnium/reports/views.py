@@ -13,19 +13,23 @@ REPORT_DAYS = 30
 
 
 def client_freshness(request, client_id: int):
-    """The client's freshness report: a table and a chart of its days against the 95 % line,
-    the last REPORT_DAYS days, or every day kept as CSV (?format=csv) to hand to the client."""
+    """The client's freshness report for staff, beside its delivery status."""
     client = get_object_or_404(Client, pk=client_id)
+    return freshness_report(request, client, "admin/delivery/client_freshness.html", admin.site.each_context(request))
+
+
+def freshness_report(request, client: Client, template: str, context: dict) -> HttpResponse:
+    """A table and a chart of the client's days against the 95 % line, the last REPORT_DAYS
+    days; or every day kept as CSV (?format=csv). Staff's page and the client's portal."""
     days = FreshnessDay.objects.filter(client=client).order_by("-day")
     if request.GET.get("format") == "csv":
         response = HttpResponse(freshness.as_csv(days), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="omnium-freshness-client-{client.pk}.csv"'
         return response
     shown = list(days[:REPORT_DAYS])
-    context = {**admin.site.each_context(request), "client": client, "days": shown,
-               "chart": freshness.chart_svg(shown), "promise_share": freshness.PROMISE_SHARE,
-               "promise_s": freshness.PROMISE_S}
-    return render(request, "admin/delivery/client_freshness.html", context)
+    context = {**context, "client": client, "days": shown, "chart": freshness.chart_svg(shown),
+               "promise_share": freshness.PROMISE_SHARE, "promise_s": freshness.PROMISE_S}
+    return render(request, template, context)
 
 
 urlpatterns = [

@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MAPPED = ["omnium/delivery", "omnium/delivery/engine", "omnium/delivery/worker", "omnium/delivery/operations",
           "omnium/pullapi", "omnium/feeds", "omnium/clients", "omnium/reports",
-          "omnium/caching", "omnium/database", "omnium/encoding", "omnium/workers"]
+          "omnium/caching", "omnium/database", "omnium/encoding", "omnium/workers", "omnium/portal"]
 
 
 def modules_of(package: Path) -> set[str]:

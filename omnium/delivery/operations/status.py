@@ -225,6 +225,7 @@ def _file_row(state: DeliveryState, have_seq: int | None, row: DestinationStatus
         "doc_key": state.doc_key, "have": have_seq, "received": state.sent_seq or None,
         "sent_at": state.sent_at, "bytes": state.sent_bytes, "receipt": state.receipt,
         # What a client can check against the file it holds: the digest of the bytes sent.
+        "sha256": bytes(state.sent_bytes_sha256).hex() if state.sent_bytes_sha256 else "",
         "hash": bytes(state.sent_bytes_sha256).hex()[:12] if state.sent_bytes_sha256 else "",
         "content_hash": bytes(state.sent_hash).hex()[:12] if state.sent_hash else "",
         "age_ms": state.age_ms, "path": state.sent_path, "behind": behind,
