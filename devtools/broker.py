@@ -94,8 +94,9 @@ def close_connections(management_url: str, broker_url: str, listed_within_s: flo
 
 
 def _vhost_of(broker_url: str) -> str:
-    """The vhost of `broker_url`, quoted for the management API's paths."""
-    return quote(urlsplit(broker_url).path.lstrip("/") or "/", safe="")
+    """The vhost of `broker_url` (a cluster's nodes, ';' between them, share it), quoted for
+    the management API's paths."""
+    return quote(urlsplit(broker_url.split(";")[0]).path.lstrip("/") or "/", safe="")
 
 
 def _call(method: str, url: str, ok: tuple[int, ...], timeout: float = TIMEOUT_S, **kwargs) -> requests.Response:
