@@ -19,6 +19,7 @@ from django.test import TransactionTestCase
 from devtools import broker, processes
 from omnium.redis_client import redis_client
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES
+from omnium.staff import sign_in_budget
 from tests import child_processes, database_snapshots
 
 pytest_plugins = ["tests.delivery.fixtures", "tests.transports.fixtures"]
@@ -98,6 +99,13 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.worker)
         if BROKER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.broker)
+
+
+@pytest.fixture(autouse=True)
+def _sign_ins_unbudgeted(monkeypatch):
+    """Tests sign in many times a second; the budget itself is tested on its own
+    (tests/console/test_staff_sessions.py)."""
+    monkeypatch.setattr(sign_in_budget, "password_checks", sign_in_budget.TokenBucket(per_s=1e9, burst=10**9))
 
 
 @pytest.fixture(autouse=True)

@@ -5,13 +5,28 @@ person who has not signs in with the password alone. Each can set one up at any 
 (`authenticator`). Codes are throttled by django-otp (each failure doubles the wait), beside
 django-axes' lockout for passwords."""
 
+import time
+
+from django.conf import settings
 from django.contrib.admin import AdminSite, ModelAdmin
+from django.http import HttpResponse
 from django.urls import path
+from django.utils.html import escape
 from django_otp import devices_for_user, user_has_device
 from django_otp.admin import OTPAdminAuthenticationForm, OTPAdminSite
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from omnium.staff import sign_in_budget
 from omnium.staff.authenticator import authenticator_page
+
+BUSY = ("More sign-ins reach this server than it checks: wait a few seconds and sign in again. "
+        "If it lasts, someone is trying passwords by the thousand; your operations team can see it in the log.")
+# The refusal is a few bytes, not the sign-in page, sent after a wait that costs no CPU, so a
+# flood is not answered (and back) at once (docs/decisions/006-admin-sign-in-flood.md). Not
+# where the admin shares the API's processes: the wait would hold the pulls' threads.
+REFUSAL_WAIT_S = 1.0
+BUSY_PAGE = (f"<!doctype html><html lang=en><title>Busy</title><p>{escape(BUSY)}</p>"
+             "<p><a href=\"\">Back to sign in</a></p></html>")
 
 
 class SignInForm(OTPAdminAuthenticationForm):
@@ -50,6 +65,14 @@ class StaffAdminSite(OTPAdminSite):
         if not AdminSite.has_permission(self, request):
             return False
         return request.user.is_verified() or not user_has_device(request.user)
+
+    def login(self, request, extra_context=None):
+        """Django's sign-in, within the process's budget of password checks (`sign_in_budget`)."""
+        if request.method == "POST" and not sign_in_budget.allow_password_check():
+            if settings.OMNIUM_SERVES == "admin":
+                time.sleep(REFUSAL_WAIT_S)
+            return HttpResponse(BUSY_PAGE, status=429, headers={"Retry-After": "2"})
+        return super().login(request, extra_context)
 
     def get_urls(self):
         return [path("authenticator/", self.admin_view(authenticator_page), name="authenticator"),
