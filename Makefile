@@ -73,7 +73,8 @@ test: lint services test-servers
 # that test first.
 SPHINX := $(PY) -m sphinx -W --keep-going -q -b html docs var/docs
 docs: install services test-servers
-	test -f var/screenshots/admin-connection-test.png || $(TEST_ENV) $(PY) -m pytest -q tests/browser
+	test -f var/screenshots/admin-connection-test.png -a -f var/screenshots/portal-deliveries.png \
+	    || $(TEST_ENV) $(PY) -m pytest -q tests/browser
 	$(SPHINX)
 
 # Pure and single-process database tests: no Celery process, no server process.

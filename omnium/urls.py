@@ -1,6 +1,7 @@
 """Every URL, in two sides that production serves from separate processes (OMNIUM_SERVES): the
-pull API for clients, and the admin for staff (with each client's portal). The load balancer's probes and /metrics are on
-both, so each process can be probed and scraped on its own port."""
+pull API for clients, and the admin for staff (with each client's portal). The load
+balancer's probes and /metrics are on both, so each process can be probed and scraped on its
+own port."""
 
 from django.conf import settings
 from django.contrib import admin

@@ -7,14 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from devtools.loopback import servers
 from omnium.transports.sftp import fingerprint, parse_host_key
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 pytestmark = pytest.mark.servers
 
@@ -24,25 +20,6 @@ def sftp_server(tmp_path):
     server = servers.start_sshd(tmp_path)
     yield server
     server.process.stop()
-
-
-@pytest.fixture
-def browser_page(live_server):
-    """A page that records what the admin's Content-Security-Policy blocks and every request
-    that leaves the server's origin: each test's pages end with neither."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        page = browser.new_page()
-        page.set_default_timeout(15_000)
-        blocked, elsewhere = [], []
-        page.on("console", lambda message: blocked.append(message.text)
-                if "Content Security Policy" in message.text else None)
-        page.on("request", lambda request: elsewhere.append(request.url)
-                if not request.url.startswith((live_server.url, "data:")) else None)
-        yield page
-        browser.close()
-    assert blocked == [], "the page did something its Content-Security-Policy forbids"
-    assert elsewhere == [], "the page asked another origin"
 
 
 def log_in(page, live_server, admin_user) -> None:

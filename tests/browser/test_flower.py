@@ -14,7 +14,7 @@ from devtools.processes import free_port
 from devtools.waiting import wait_until
 from omnium.routing import delivery_queue
 from tests import child_processes
-from tests.browser.test_admin_flow import CHROMIUM, CHROMIUM_FLAGS
+from tests.browser.conftest import CHROMIUM, CHROMIUM_FLAGS
 from tests.conftest import LIVE_QUEUES
 from tests.delivery.fixtures import redis_destination_settings
 from tests.delivery.test_delivery_workers import calendar_seq, score
