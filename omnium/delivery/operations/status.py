@@ -221,12 +221,12 @@ def file_rows(row: DestinationStatus) -> list[dict]:
 
 def _file_row(state: DeliveryState, have_seq: int | None, row: DestinationStatus) -> dict:
     behind = have_seq is not None and state.sent_seq < have_seq
+    sha256 = bytes(state.sent_bytes_sha256).hex() if state.sent_bytes_sha256 else ""
     return {
         "doc_key": state.doc_key, "have": have_seq, "received": state.sent_seq or None,
         "sent_at": state.sent_at, "bytes": state.sent_bytes, "receipt": state.receipt,
         # What a client can check against the file it holds: the digest of the bytes sent.
-        "sha256": bytes(state.sent_bytes_sha256).hex() if state.sent_bytes_sha256 else "",
-        "hash": bytes(state.sent_bytes_sha256).hex()[:12] if state.sent_bytes_sha256 else "",
+        "sha256": sha256, "hash": sha256[:12],
         "content_hash": bytes(state.sent_hash).hex()[:12] if state.sent_hash else "",
         "age_ms": state.age_ms, "path": state.sent_path, "behind": behind,
         "why": _why_behind(state, row) if behind else "",
