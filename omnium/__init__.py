@@ -10,8 +10,9 @@ packages named after what they hold: `database` (claims, server-side binding, ti
 Here, the wiring: `settings` (read through `environment_variables`), `celery` (the app),
 `routing` (every queue, task name and beat entry), `redis_keys` (every Redis key and channel),
 `urls`, `wsgi`, `conf` (our settings, read
-lazily), `redis_client` (one pool per process), and two bases every part shares:
-`read_only_admin` and `safe_errors` (what may be shown of an error).
+lazily), `redis_client` (one pool per process), and bases every part shares:
+`read_only_admin`, `shown_once_admin` (a secret made in the admin, shown once) and
+`safe_errors` (what may be shown of an error).
 """
 
 from omnium.celery import app as celery_app

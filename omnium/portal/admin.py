@@ -6,15 +6,14 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
-from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from omnium.clients import audit
 from omnium.portal import links
-from omnium.portal.models import PortalAction, PortalLink
+from omnium.portal.models import PortalAccount, PortalAction, PortalLink
 from omnium.read_only_admin import ReadOnlyAdmin
+from omnium.shown_once_admin import ShowSecretOnce
 
-LINK_MADE_TEMPLATE = "admin/portal/portallink/made.html"
 VALID_FOR_DAYS = [(1, "1 day"), (7, "7 days"), (30, "30 days"), (90, "90 days")]
 
 
@@ -28,8 +27,9 @@ class PortalLinkForm(forms.ModelForm):
 
 
 @admin.register(PortalLink)
-class PortalLinkAdmin(admin.ModelAdmin):
+class PortalLinkAdmin(ShowSecretOnce, admin.ModelAdmin):
     form = PortalLinkForm
+    shown_once_template = "admin/portal/portallink/made.html"
     list_display = ["client", "note", "state", "created_at", "created_by", "expires_at", "last_opened_at"]
     list_filter = ["client"]
     search_fields = ["client__name", "note"]
@@ -43,21 +43,14 @@ class PortalLinkAdmin(admin.ModelAdmin):
     def state(self, link):
         return link.refusal().removeprefix("This ").removesuffix(".") or "works"
 
-    def save_model(self, request, link, form, change):
+    def make_with_secret(self, request, link, form) -> dict:
+        """The link's address is on the page that answers: it is nowhere else (only its digest is kept)."""
         made, token = links.make(form.cleaned_data["client"], form.cleaned_data["note"],
                                  timedelta(days=form.cleaned_data["valid_for_days"]), by=request.user)
         link.pk, link.token_hash, link.expires_at, link.created_at = made.pk, made.token_hash, made.expires_at, made.created_at
         audit.record(request.user, [made.client], f"Portal link made: {made.note} (until {made.expires_at:%Y-%m-%d %H:%M} UTC)")
-        request.portal_address = request.build_absolute_uri(reverse("portal-open", args=[token]))
-
-    def response_add(self, request, link, post_url_continue=None):
-        """The link's address, on this page only: it is nowhere else (only its digest is kept)."""
-        address = getattr(request, "portal_address", None)
-        if address is None:
-            return super().response_add(request, link, post_url_continue)
-        context = {**self.admin_site.each_context(request), "title": f"Portal link for {link.client.name}",
-                   "opts": self.model._meta, "link": link, "address": address}
-        return TemplateResponse(request, LINK_MADE_TEMPLATE, context)  # the admin's pages are never cached
+        return {"title": f"Portal link for {made.client.name}", "link": link,
+                "address": request.build_absolute_uri(reverse("portal-open", args=[token]))}
 
     @admin.action(description="Withdraw the selected links", permissions=["delete"])
     def withdraw(self, request, queryset):
@@ -69,12 +62,53 @@ class PortalLinkAdmin(admin.ModelAdmin):
                                    "at their next page.", messages.SUCCESS)
 
 
+@admin.register(PortalAccount)
+class PortalAccountAdmin(ReadOnlyAdmin):
+    """The client's own people's sign-ins: made by them in the portal (with a link), switched
+    off or on here. Switched off, a sign-in's sessions end at their next page."""
+
+    deletable = False
+    list_display = ["user", "client", "active", "created_at", "last_sign_in", "made_with"]
+    list_filter = ["client", "user__is_active"]
+    search_fields = ["client__name", "user__username"]
+    list_select_related = ["client", "user", "made_with"]
+    actions = ["switch_off", "switch_on"]
+
+    @admin.display(boolean=True, description="works")
+    def active(self, account):
+        return account.user.is_active
+
+    @admin.display(description="last sign-in")
+    def last_sign_in(self, account):
+        return account.user.last_login
+
+    @admin.action(description="Switch off the selected sign-ins", permissions=["switch"])
+    def switch_off(self, request, queryset):
+        self._switch(request, queryset, active=False)
+
+    @admin.action(description="Switch on the selected sign-ins", permissions=["switch"])
+    def switch_on(self, request, queryset):
+        self._switch(request, queryset, active=True)
+
+    def has_switch_permission(self, request):
+        return request.user.has_perm("portal.change_portalaccount")
+
+    def _switch(self, request, queryset, active: bool) -> None:
+        changed = [account for account in queryset.select_related("client", "user") if account.user.is_active != active]
+        for account in changed:
+            account.user.is_active = active
+            account.user.save(update_fields=["is_active"])
+            audit.record(request.user, [account.client],
+                         f"Portal sign-in {account.user.get_username()} switched {'on' if active else 'off'}")
+        self.message_user(request, f"{len(changed)} sign-in(s) switched {'on' if active else 'off'}.", messages.SUCCESS)
+
+
 @admin.register(PortalAction)
 class PortalActionAdmin(ReadOnlyAdmin):
     """What clients did through their portal, with the link each came with."""
 
     deletable = False
-    list_display = ["at", "client", "what", "link"]
+    list_display = ["at", "client", "what", "link", "account"]
     list_filter = ["client"]
     search_fields = ["client__name", "what"]
-    list_select_related = ["client", "link"]
+    list_select_related = ["client", "link", "account__user"]

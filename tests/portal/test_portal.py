@@ -6,40 +6,17 @@ import hashlib
 import re
 from datetime import date, timedelta
 
-import pytest
 from django.contrib.admin.models import LogEntry
 from django.test import Client as Browser
 from django.utils import timezone
 
-from omnium.clients.models import Client, Destination
-from omnium.delivery.engine import sender
+from omnium.clients.models import Destination
 from omnium.delivery.models import DeliveryState, SenderState
 from omnium.feeds.models import FeedDocument
 from omnium.portal import links
 from omnium.portal.models import PortalAction, PortalLink
 from omnium.reports.models import FreshnessDay
-from tests.delivery.fixtures import webhook_settings
-
-WEEK = timedelta(days=7)
-
-
-@pytest.fixture
-def two_clients_served(small_games, subscribe, receiver):
-    """acme and rival, each with a webhook destination that has received the calendar; rival's
-    file carries its version, so the two clients hold different bytes."""
-    acme = subscribe(small_games, webhook_settings(receiver.url), client="acme", file_name_template="acme/{games}/{name}.{ext}")
-    rival = subscribe(small_games, webhook_settings(receiver.url), client="rival", file_name_template="rival/{games}/{name}.{ext}")
-    Client.objects.filter(name="rival").update(include_version=True)
-    for destination in (acme, rival):
-        assert sender.drain(destination.pk) == sender.Outcome.DRAINED
-    return acme, rival
-
-
-def opened(link_token: str) -> Browser:
-    browser = Browser()
-    answer = browser.get(f"/portal/open/{link_token}/")
-    assert answer.status_code == 302 and answer["Location"] == "/portal/"
-    return browser
+from tests.portal.conftest import WEEK, opened
 
 
 def test_a_link_opens_its_clients_deliveries_with_the_digest_of_the_bytes_received(two_clients_served, receiver,

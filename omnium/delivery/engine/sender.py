@@ -37,6 +37,7 @@ from omnium.delivery.engine.owed_files import OwedFile
 from omnium.delivery.engine.transport_cache import transport_for
 from omnium.delivery.kicks import kick
 from omnium.delivery.models import DeliveryState, DeliverySwitch
+from omnium.feeds.models import FeedDocument
 from omnium.metrics.families import count_send, count_send_failure
 from omnium.safe_errors import safe_error_text
 from omnium.transports import TransportError
@@ -250,12 +251,39 @@ def _prepare(owed: OwedFile) -> _Ready | None:
         DeliveryState.objects.filter(pk=owed.state_id).update(force_resend=False, wanted_seq=0)
         return None
     try:
-        rendered = rendering.render(version, owed.shape.transform, owed.shape.marks(version.seq))
+        rendered, path = _rendered_and_named(version, owed.shape, owed.file_name_template, owed.games_code)
     except rendering.VersionMoved:
         return None
-    path = file_names.render(owed.file_name_template, owed.games_code, version.feed_type, version.filter,
-                             rendered.extension)
     return _Ready(owed, rendered, path)
+
+
+def _rendered_and_named(version: rendering.CurrentVersion, shape, file_name_template: str, games_code: str):
+    """The version in the shape, and the path it goes to (raises rendering.VersionMoved)."""
+    rendered = rendering.render(version, shape.transform, shape.marks(version.seq))
+    return rendered, file_names.render(file_name_template, games_code, version.feed_type, version.filter,
+                                       rendered.extension)
+
+
+def file_as_pushed(state: DeliveryState) -> FeedFile | None:
+    """The file `state`'s destination would be sent now: the current version, in its
+    subscription's shape, under its name, byte for byte what a send would push (a client
+    downloads it to compare with what it holds). None when the file no longer exists."""
+    subscription = state.subscription
+    for _ in range(3):  # a newer version may land between the two reads: read again
+        document = FeedDocument.objects.filter(doc_key=state.doc_key).values_list(
+            "seq", "content_hash", "changed_at", "feed_type", "filter", "built_at").first()
+        if document is None:
+            return None
+        seq, content_hash, changed_at, feed_type, filter, built_at = document
+        version = rendering.CurrentVersion(state.doc_key, seq, bytes(content_hash), changed_at, feed_type, filter,
+                                           built_at)
+        try:
+            rendered, path = _rendered_and_named(version, subscription.shape, subscription.file_name_template,
+                                                 subscription.definition.games.code)
+        except rendering.VersionMoved:
+            continue
+        return FeedFile(rendered.body, path, rendered.content_type, seq, subscription.shape.etag(version.content_hash.hex()))
+    return None
 
 
 def _push(destination: Destination, ready: list[_Ready], held: HeldLease | None) -> list:

@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from celery import current_app
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from omnium.clients import audit
@@ -49,20 +50,28 @@ def start_connection_tests(user, destinations: list[Destination]) -> Started:
     return _start(user, [Probe(kind=Probe.Kind.CONNECTION_TEST, destination=d) for d in destinations])
 
 
+def start_client_connection_test(destination: Destination) -> Started:
+    """A connection test the destination's client asked for (through its portal, which keeps
+    its own record of who asked): no staff person, so the per-person cap counts the client."""
+    return _start(None, [Probe(kind=Probe.Kind.CONNECTION_TEST, destination=destination)],
+                  same_asker=Q(requested_by__isnull=True, destination__client_id=destination.client_id))
+
+
 def start_host_key_fetch(user, host: str, port: int, pinned: str = "") -> Started:
     return _start(user, [Probe(kind=Probe.Kind.HOST_KEY, host=host, port=port, pinned=pinned)])
 
 
-def _start(user, wanted: list[Probe]) -> Started:
+def _start(user, wanted: list[Probe], same_asker: Q | None = None) -> Started:
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CAP_LOCK])
-        room, why_not = _room_for(user)
+        room, why_not = _room_for(same_asker if same_asker is not None else Q(requested_by=user))
         started = wanted[:room]
         for probe in started:
             probe.requested_by = user
         Probe.objects.bulk_create(started)
-        audit.record(user, [probe.destination for probe in started if probe.destination], "Connection tested")
+        if user is not None:
+            audit.record(user, [probe.destination for probe in started if probe.destination], "Connection tested")
         for probe in started:
             transaction.on_commit(lambda probe=probe: _ask_a_worker(probe))
     not_started = len(wanted) - len(started)
@@ -81,12 +90,12 @@ def _ask_a_worker(probe: Probe) -> None:
         Probe.objects.filter(pk=probe.pk).update(outcome=outcome, finished_at=timezone.now())
 
 
-def _room_for(user) -> tuple[int, str]:
-    """How many probes `user` may start now, and what limits it."""
+def _room_for(same_asker: Q) -> tuple[int, str]:
+    """How many probes the asker (the probes `same_asker` selects) may start now, and what limits it."""
     now = timezone.now()
     running = Probe.objects.filter(finished_at__isnull=True,
                                    requested_at__gt=now - timedelta(seconds=ABANDONED_AFTER_S)).count()
-    started_by_user = Probe.objects.filter(requested_by=user, requested_at__gt=now - timedelta(minutes=1)).count()
+    started_by_user = Probe.objects.filter(same_asker, requested_at__gt=now - timedelta(minutes=1)).count()
     at_once, per_minute = omnium_setting("PROBES_AT_ONCE"), omnium_setting("PROBES_PER_PERSON_PER_MINUTE")
     in_all, yours = at_once - running, per_minute - started_by_user
     if yours <= in_all:
