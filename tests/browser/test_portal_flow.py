@@ -80,6 +80,14 @@ def test_a_client_opens_its_portal_checks_a_file_pauses_and_is_refused_once_the_
     expect(client.locator(".messages")).to_contain_text(f"Done: paused {acme.name}: we are deploying.")
     expect(client.locator("button[value=resume]")).to_be_visible()
     assert in_a_thread(lambda: SenderState.objects.get(pk=acme.pk).paused)
+    client.click("button[value=resume]")
+    expect(client.locator(".messages")).to_contain_text(f"Done: resumed {acme.name}.")
+    assert not in_a_thread(lambda: SenderState.objects.get(pk=acme.pk).paused)
+    client.click("button[value=resend]")
+    expect(client.locator(".messages")).to_contain_text(f"Done: asked to resend every file of {acme.name}")
+    client.click(f"button[aria-label='Resend acme/{small_games.code}/calendar.json']")
+    expect(client.locator(".messages")).to_contain_text(f"Done: asked to resend {small_games.code}/calendar")
+    assert in_a_thread(lambda: DeliveryState.objects.filter(destination=acme, force_resend=True).exists())
 
     # The client edits the form's address to name the other client's destination.
     client.locator(f"form[action='/portal/destination/{acme.pk}/']").evaluate(
@@ -139,6 +147,10 @@ def test_a_client_rotates_its_secret_issues_a_key_downloads_and_checks_a_file_an
     new_key = in_a_thread(lambda: ApiKey.objects.get(client=acme.client, name="production 2027"))
     assert new_key.key_hash == key_format.digest(plain)
     client.click("text=Back to your deliveries")
+    client.select_option(f"#end-{old_key.pk}", value="0")
+    client.click(f"button[aria-label='Set when {old_key.lookup_id} stops working']")
+    expect(client.locator(".messages")).to_contain_text("to stop working now")
+    assert not in_a_thread(lambda: ApiKey.objects.get(pk=old_key.pk).active)
 
     with client.expect_download() as download:
         client.click(f"a[aria-label^='Download acme/{small_games.code}/calendar.json']")
