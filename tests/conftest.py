@@ -36,8 +36,9 @@ BROKER_FIXTURES = {"amqp_broker", "amqp_kit"}
 def pytest_configure(config):
     assert not settings.REDIS_URL.endswith("/0"), "run tests through `make test` (REDIS_URL=.../15)"
     TransactionTestCase._fixture_teardown = _empty_every_table
-    # Every admin test makes a user; PBKDF2's million rounds cost a quarter second each time.
-    # No test is about password hashing, and the fast hasher checks a password the same way.
+    # Every admin test makes a user; a real hash costs tens of milliseconds each time. Only
+    # tests/console/test_password_storage.py is about hashing (with the product's hashers);
+    # the fast hasher checks a password the same way.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 

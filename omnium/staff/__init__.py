@@ -5,5 +5,6 @@
 - `sign_in_budget`: at most one password check a second per process, so that a flood of
   sign-ins cannot take the pull API's cores.
 - `authenticator`: the page where a person sets up (or removes) their authenticator app.
+- `password_hashing`: how passwords are stored (Argon2id, cheap in CPU for a flood).
 - `apps`: makes that site Django's default admin site.
 """
