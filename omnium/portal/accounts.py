@@ -8,23 +8,16 @@ Sign-ins go through Django's authentication with django-axes' lock-out and the p
 budget of password checks, as the admin's do; staff switch a sign-in off in the admin.
 """
 
-import time
-
-from django.conf import settings
 from django.contrib import auth, messages
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
 
 from omnium.portal import links
 from omnium.portal.access import portal_page, record
 from omnium.portal.models import PortalAccount
-from omnium.staff import sign_in_budget
-from omnium.staff.site import BUSY_PAGE, REFUSAL_WAIT_S
-
-NOT_A_PORTAL_SIGN_IN = "These are not the user name and password of a portal sign-in."
+from omnium.staff.site import over_budget_refusal
 
 
 class PortalSignInForm(AuthenticationForm):
@@ -33,26 +26,22 @@ class PortalSignInForm(AuthenticationForm):
         account = PortalAccount.objects.select_related("client").filter(user=user).first()
         if account is None:  # a staff member's password opens the admin, not a portal
             raise self.get_invalid_login_error()
-        if account.refusal():
-            raise ValidationError(account.refusal(), code="inactive")
+        why = account.refusal()
+        if why:
+            raise ValidationError(why, code="inactive")
 
 
 @sensitive_post_parameters("password")
 def sign_in(request):
-    if request.method == "POST" and not sign_in_budget.allow_password_check():
-        if settings.OMNIUM_SERVES == "admin":
-            time.sleep(REFUSAL_WAIT_S)  # see omnium.staff.site: a flood is not answered at once
-        return HttpResponse(BUSY_PAGE, status=429, headers={"Retry-After": "2"})
+    refusal = over_budget_refusal(request)
+    if refusal:
+        return refusal
     form = PortalSignInForm(request, data=request.POST if request.method == "POST" else None)
     if form.is_valid():
         links.close(request.session)  # the account, not a link, is who this is from now on
         auth.login(request, form.get_user())
         return redirect("portal-home")
     return render(request, "portal/sign_in.html", {"form": form})
-
-
-class NewSignInForm(UserCreationForm):
-    """A user name and a password (checked by the project's password validators)."""
 
 
 @sensitive_post_parameters("password1", "password2")
@@ -62,7 +51,7 @@ def make_sign_in(request, client):
     if visitor.link is None:
         messages.error(request, "You are signed in already: a sign-in is made by someone who came with a link.")
         return redirect("portal-home")
-    form = NewSignInForm(request.POST if request.method == "POST" else None)
+    form = UserCreationForm(request.POST if request.method == "POST" else None)
     if form.is_valid():
         user = form.save()  # not staff: the admin never opens for it
         PortalAccount.objects.create(user=user, client=client, made_with=visitor.link)

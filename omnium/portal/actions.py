@@ -102,7 +102,7 @@ def rotate_secret(request, client, destination_id: int):
     """A new signing secret for a webhook, made here and shown once; the old one signs beside
     it for the chosen overlap, so the receiver switches without missing a file."""
     destination = own_destination(client, destination_id)
-    refusal = _rotation_refusal(destination)
+    stored, refusal = _stored_secret(destination)
     try:
         hours = int(request.POST.get("overlap_hours", ""))
     except ValueError:
@@ -113,7 +113,6 @@ def rotate_secret(request, client, destination_id: int):
         messages.error(request, refusal)
         return back_to(destination.pk)
     new_secret = SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
-    stored = destination.stored_credentials
     kept = {name: value for name, value in stored.items() if name not in WebhookTransport.ROTATION}
     destination.set_credentials(WebhookTransport.credentials_replacing(
         stored, {**kept, "secret": new_secret}, {**destination.config, "secret_overlap_hours": hours}))
@@ -125,19 +124,19 @@ def rotate_secret(request, client, destination_id: int):
                   {"client": client, "destination": destination, "secret": new_secret, "until": until})
 
 
-def _rotation_refusal(destination: Destination) -> str:
-    """Why this destination's secret cannot be rotated here; "" when it can."""
+def _stored_secret(destination: Destination) -> tuple[dict, str]:
+    """The destination's stored credentials, and why its secret cannot be rotated here ("" when it can)."""
     if destination.kind != "webhook":
-        return "Only a webhook has a signing secret to rotate."
+        return {}, "Only a webhook has a signing secret to rotate."
     try:
         stored = destination.stored_credentials
     except CredentialError:
-        return "Its stored credentials cannot be read: ask your account manager."
+        return {}, "Its stored credentials cannot be read: ask your account manager."
     if secrets_manager.reference_in(stored) is not None:
-        return "Its secret is kept in your AWS Secrets Manager: rotate it there."
+        return stored, "Its secret is kept in your AWS Secrets Manager: rotate it there."
     if not stored.get("secret"):
-        return "It has no signing secret yet: ask your account manager."
-    return ""
+        return stored, "It has no signing secret yet: ask your account manager."
+    return stored, ""
 
 
 @require_POST
@@ -158,7 +157,8 @@ def test_connection(request, client, destination_id: int):
 def connection_test(request, client, probe_id):
     probe = get_object_or_404(Probe.objects.select_related("destination"), pk=probe_id,
                               destination__client=client, requested_by__isnull=True)
-    waiting = probe.finished_at is None and not probes.is_abandoned(probe)
+    abandoned = probes.is_abandoned(probe)
     return render(request, "portal/connection_test.html",
-                  {"client": client, "probe": probe, "outcome": probe.outcome or {}, "waiting": waiting,
-                   "abandoned": probes.is_abandoned(probe), "reload_s": PROBE_PAGE_RELOAD_S})
+                  {"client": client, "probe": probe, "outcome": probe.outcome or {},
+                   "waiting": probe.finished_at is None and not abandoned, "abandoned": abandoned,
+                   "reload_s": PROBE_PAGE_RELOAD_S})

@@ -29,6 +29,16 @@ BUSY_PAGE = (f"<!doctype html><html lang=en><title>Busy</title><p>{escape(BUSY)}
              "<p><a href=\"\">Back to sign in</a></p></html>")
 
 
+def over_budget_refusal(request) -> HttpResponse | None:
+    """The refusal of a sign-in beyond the process's budget of password checks (staff's and
+    the client portal's alike); None when its password may be checked."""
+    if request.method != "POST" or sign_in_budget.allow_password_check():
+        return None
+    if settings.OMNIUM_SERVES == "admin":
+        time.sleep(REFUSAL_WAIT_S)
+    return HttpResponse(BUSY_PAGE, status=429, headers={"Retry-After": "2"})
+
+
 class SignInForm(OTPAdminAuthenticationForm):
     """User name and password; then, only for a person with an authenticator app, its code.
     A person has at most one app, so the form picks it: nothing to choose."""
@@ -68,11 +78,7 @@ class StaffAdminSite(OTPAdminSite):
 
     def login(self, request, extra_context=None):
         """Django's sign-in, within the process's budget of password checks (`sign_in_budget`)."""
-        if request.method == "POST" and not sign_in_budget.allow_password_check():
-            if settings.OMNIUM_SERVES == "admin":
-                time.sleep(REFUSAL_WAIT_S)
-            return HttpResponse(BUSY_PAGE, status=429, headers={"Retry-After": "2"})
-        return super().login(request, extra_context)
+        return over_budget_refusal(request) or super().login(request, extra_context)
 
     def get_urls(self):
         return [path("authenticator/", self.admin_view(authenticator_page), name="authenticator"),

@@ -269,6 +269,7 @@ def file_as_pushed(state: DeliveryState) -> FeedFile | None:
     subscription's shape, under its name, byte for byte what a send would push (a client
     downloads it to compare with what it holds). None when the file no longer exists."""
     subscription = state.subscription
+    shape = subscription.shape
     for _ in range(3):  # a newer version may land between the two reads: read again
         document = FeedDocument.objects.filter(doc_key=state.doc_key).values_list(
             "seq", "content_hash", "changed_at", "feed_type", "filter", "built_at").first()
@@ -278,11 +279,11 @@ def file_as_pushed(state: DeliveryState) -> FeedFile | None:
         version = rendering.CurrentVersion(state.doc_key, seq, bytes(content_hash), changed_at, feed_type, filter,
                                            built_at)
         try:
-            rendered, path = _rendered_and_named(version, subscription.shape, subscription.file_name_template,
+            rendered, path = _rendered_and_named(version, shape, subscription.file_name_template,
                                                  subscription.definition.games.code)
         except rendering.VersionMoved:
             continue
-        return FeedFile(rendered.body, path, rendered.content_type, seq, subscription.shape.etag(version.content_hash.hex()))
+        return FeedFile(rendered.body, path, rendered.content_type, seq, shape.etag(version.content_hash.hex()))
     return None
 
 
