@@ -11,7 +11,7 @@ export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/omnium
 # settings refuse unless DEBUG is on (production is the default: omnium/settings.py).
 export DJANGO_DEBUG ?= true
 
-.PHONY: demo test test-fast lint docs install lock services test-servers database bench gameday
+.PHONY: demo test test-fast lint audit docs install lock services test-servers database bench gameday
 
 # A developer machine gets the product's locked packages and the tools' (requirements-dev.txt);
 # a production host installs requirements.lock alone, with --require-hashes.
@@ -51,6 +51,12 @@ TEST_ENV := REDIS_URL=redis://127.0.0.1:6379/15
 lint: install
 	$(VENV)/bin/ruff check .
 
+# The vulnerability audit of requirements.lock: pip-audit, strict, against the Python Packaging
+# Advisory Database (read through PyPI's JSON API). `make audit` fails where that cannot be read;
+# `make test` says so aloud and goes on (scripts/audit_packages.py).
+audit: install
+	$(PY) scripts/audit_packages.py
+
 # Tests run in TEST_PROCESSES pytest processes side by side (pytest-xdist), each with its own
 # test database, broker vhost and redis-server (tests/dev_environment.py): most of a test's time
 # is spent waiting on servers, workers and deadlines, so four keep this machine's 2 cores busy
@@ -63,6 +69,7 @@ PARALLEL := -n $(TEST_PROCESSES) --dist worksteal
 
 # The docs are built last: their admin screenshots are the ones the browser test just took.
 test: lint services test-servers
+	$(PY) scripts/audit_packages.py --unless-unreachable
 	$(TEST_ENV) $(PY) -m pytest $(PARALLEL) -m "not alone"
 	$(TEST_ENV) $(PY) -m pytest -m alone
 	$(SPHINX)
