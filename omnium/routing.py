@@ -44,7 +44,8 @@ def destination_of(queue_name: str) -> int | None:
 
 
 # A destination's queue expires once no worker has consumed it for a day: when its
-# destination is deleted the workers stop consuming it (queues.consume_exactly). A kick
+# destination is deleted the workers stop consuming it, once two sweeps in a row have left it
+# out (kick_consumer.consume_exactly). A kick
 # declares it again, so an expired queue lost only hints (the sweeper re-kicks).
 DELIVERY_QUEUE_EXPIRES_MS = 24 * 3600 * 1000
 

@@ -392,12 +392,14 @@ def keys_anywhere(node, key: str) -> bool:
     return False
 
 
-def test_a_complete_list_of_queues_drops_the_deleted_destinations_and_keeps_the_newer_ones(
+def test_a_queue_left_out_of_two_complete_lists_in_a_row_is_dropped_and_one_left_out_once_is_kept(
         small_games, subscribe, transactional_db):
-    """The sweeper's list is complete as of its read: an older destination missing from it was
-    deleted (its queue is dropped), a newer one was made since (its queue stays: dropped, its
-    first kick would have waited for the next sweep)."""
-    older, listed, newer = (subscribe(small_games, webhook_settings("http://127.0.0.1:9/q")).pk for _ in range(3))
+    """The sweeper's complete list is read at one moment: a destination committed just after
+    (whatever its id) is missing from it, and dropping its queue then would leave its first
+    kick waiting for the next sweep. Left out of the next list too, it was deleted: its queue
+    is dropped, and expires, instead of being consumed for ever."""
+    made_late, listed, deleted = (subscribe(small_games, webhook_settings("http://127.0.0.1:9/q")).pk for _ in range(3))
+    marker = deleted + 10_000  # no such destination: its queue being consumed shows a list was handled
     delivery = child_processes.start_delivery_worker("delivery-lists")
     try:
         worker = f"delivery-lists@{socket.gethostname()}"
@@ -406,13 +408,16 @@ def test_a_complete_list_of_queues_drops_the_deleted_destinations_and_keeps_the_
             reported = current_app.control.inspect(destination=[worker], timeout=5).active_queues() or {}
             return {destination_of(queue["name"]) for queue in reported.get(worker, [])} - {None}
 
-        wait_until(lambda: consumed() >= {older, listed, newer}, 15, message="every destination's queue consumed")
+        wait_until(lambda: consumed() >= {made_late, listed, deleted}, 15, message="every destination's queue consumed")
         # The sweep a worker asks for as it connects lists all three: let its list go first.
         wait_until(lambda: re.search(r"sweep_deliveries\[\S+\] succeeded", delivery.output_since_start()), 15,
                    message="the worker's first sweep done")
         time.sleep(1)
-        announce([listed], complete=True)  # read before `newer` was made, and after `older` was deleted
-        wait_until(lambda: older not in consumed(), 15, message="the deleted destination's queue dropped")
-        assert {listed, newer} <= consumed()
+        announce([listed, marker], complete=True)  # read before `made_late` committed and after `deleted` went
+        wait_until(lambda: marker in consumed(), 15, message="the first list handled")
+        assert {made_late, listed, deleted} <= consumed()
+        announce([made_late, listed], complete=True)  # the next sweep's list
+        wait_until(lambda: deleted not in consumed(), 15, message="the deleted destination's queue dropped")
+        assert {made_late, listed, marker} <= consumed()  # the marker was left out once only
     finally:
         delivery.stop()

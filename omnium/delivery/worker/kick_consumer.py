@@ -43,6 +43,7 @@ class DeliveryKicks(bootsteps.ConsumerStep):
     def __init__(self, c, **kwargs):
         super().__init__(c, **kwargs)
         self.pool = self.consumer = self.hostname = None
+        self.left_out_once: set[int] = set()  # consumed, yet missing from the last complete list
         c.delivery_kicks = self  # for the control commands (queues), which get Celery's consumer
 
     def start(self, c):
@@ -62,6 +63,7 @@ class DeliveryKicks(bootsteps.ConsumerStep):
         # Per consumer (RabbitMQ's reading of global=False), so it holds for every queue added
         # to the consumer later too.
         channel.basic_qos(0, PREFETCH_PER_DESTINATION, False)
+        self.left_out_once = set()
         self.consumer = Consumer(channel, callbacks=[self.on_kick], accept=["json"], auto_declare=False)
         self._add(queues.destination_ids())
         return [self.consumer]
@@ -98,20 +100,21 @@ class DeliveryKicks(bootsteps.ConsumerStep):
         return added
 
     def consume_exactly(self, ids) -> tuple[int, int]:
-        """Consume these destinations' queues and no other older destination's; (added, dropped).
+        """Consume these destinations' queues, and drop those of any other destination that the
+        complete list before this one left out too; (added, dropped).
 
-        A destination newer than every one listed is kept: it was made after the list was read
-        (ids only grow), and its own announcement may have come first. Dropped, its first kick
-        waited for the next sweep: a delivery worker's sweep sent as it connected read the list
-        just before a test's new destination committed, and that destination was never sent to."""
+        A destination missing from one complete list may have been made while the sweeper read
+        it (its own announcement came first): dropped at once, its first kick would wait for the
+        next sweep. Missing from two lists in a row, it was deleted, and its queue, no longer
+        consumed, expires."""
         if self.consumer is None:
             return 0, 0
-        listed = set(ids)
-        newest_listed = max(listed, default=0)
-        extra = {d for d in self.consumed_destinations() - listed if d <= newest_listed}
-        for destination_id in sorted(extra):
+        left_out = self.consumed_destinations() - set(ids)
+        gone = left_out & self.left_out_once
+        for destination_id in sorted(gone):
             self.consumer.cancel_by_queue(delivery_queue(destination_id))
-        return self.consume(ids), len(extra)
+        self.left_out_once = left_out - gone
+        return self.consume(ids), len(gone)
 
     def _add(self, ids) -> int:
         """Declare the missing queues without waiting for the broker's answers, and add them.
