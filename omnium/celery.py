@@ -65,10 +65,17 @@ def _stop_between_ticks_on_sigterm(sender, **kwargs):
 
 
 @beat_init.connect
-def _one_notice_per_broker_outage(**kwargs):
+def _one_notice_per_broker_outage_in_beat(**kwargs):
     """Beat logs a traceback for each sweep it cannot send (about 400 in a 38 s outage):
     the outage is told once instead (omnium.messaging.outage)."""
     logging.getLogger("celery.beat").addFilter(outage.OncePerOutage())
+
+
+@celeryd_init.connect
+def _one_notice_per_broker_outage_in_a_worker(**kwargs):
+    """A worker's consumer logs an error for each try of its lost connection, every second
+    for as long as the broker is gone: the outage is told once instead."""
+    logging.getLogger("celery.worker.consumer.consumer").addFilter(outage.OncePerOutage())
 
 
 @after_task_publish.connect

@@ -2,7 +2,10 @@
 caller, and the outage told once when it begins and once when it ends."""
 
 import logging
+import re
+import sys
 import time
+from urllib.parse import urlsplit
 
 import amqp
 import kombu
@@ -10,8 +13,10 @@ import pytest
 from django.conf import settings
 
 from devtools.loopback.hosts import SilentHost
-from devtools.processes import free_port
+from devtools.processes import ManagedProcess, free_port
+from devtools.waiting import wait_until
 from omnium.messaging import hints, outage
+from tests import child_processes
 
 OUTAGE_LOGGER = "omnium.messaging.outage"
 
@@ -84,3 +89,41 @@ def test_a_hint_sent_soon_never_holds_the_caller_while_the_broker_does_not_answe
         assert outage.in_outage(), "the hint thread tried them, and each timed out"
     finally:
         silent.stop()
+
+
+FORWARDER_ADDRESS = "127.0.0.77"  # a loopback address of its own: the broker listens on 127.0.0.1 only
+
+
+def start_forwarder(broker_port: int) -> ManagedProcess:
+    forwarder = ManagedProcess([sys.executable, "-m", "devtools.tcp_forwarder", "--listen", FORWARDER_ADDRESS,
+                                "--to", "127.0.0.1", "--ports", str(broker_port)],
+                               "outage-forwarder", child_processes.child_environment(), child_processes.LOG_DIR)
+    forwarder.wait_for_output("forwarding")
+    return forwarder
+
+
+@pytest.mark.worker
+def test_a_worker_tells_a_lost_broker_once_not_at_every_try_and_tells_its_return():
+    """Celery's consumer logs "Cannot connect … Trying again" for each try of a lost
+    connection: every second of an outage (omnium.messaging.reconnecting), thousands of lines
+    in an hour. The worker tells the outage once, with the address it tried, and its end."""
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    through_forwarder = broker._replace(netloc=broker.netloc.replace(broker.hostname, FORWARDER_ADDRESS)).geturl()
+    forwarder = start_forwarder(broker.port)
+    worker = child_processes.start_worker(["omnium.test.outage-told"], "outage-told", concurrency=1,
+                                          CELERY_BROKER_URL=through_forwarder)
+    try:
+        forwarder.stop()  # the worker's connection is cut, and every try refused
+        wait_until(lambda: "The broker cannot be reached" in worker.output_since_start(), 15,
+                   message="the outage told")
+        time.sleep(4)  # four tries at least
+        forwarder = start_forwarder(broker.port)
+        wait_until(lambda: "The broker is reachable again" in worker.output_since_start(), 30,
+                   message="the return told")
+        told = worker.output_since_start()
+        assert "Cannot connect" not in told
+        assert told.count("The broker cannot be reached") == 1
+        assert re.search(rf"the worker connecting to amqp://\S*@{re.escape(FORWARDER_ADDRESS)}:{broker.port}/", told)
+    finally:
+        worker.stop()
+        forwarder.stop()
