@@ -11,6 +11,7 @@ vulnerabilities found" and exits 0, an audit that checked nothing and says it pa
 audit did not run and why, and the tests go on. Whenever the API answers, the audit is strict.
 """
 
+import argparse
 import re
 import subprocess
 import sys
@@ -48,7 +49,10 @@ def pip_audit(lock: Path = LOCK) -> int:
 
 
 def main(arguments: list[str]) -> int:
-    unless_unreachable = "--unless-unreachable" in arguments
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--unless-unreachable", action="store_true",
+                        help="where PyPI's advisory data cannot be read, say so and exit 0 (make test)")
+    unless_unreachable = parser.parse_args(arguments).unless_unreachable
     why = why_unreachable(ADVISORY_API.format(name="django", version=locked_version("django")))
     if why is not None:
         print(f"VULNERABILITY AUDIT NOT RUN: PyPI's advisory data cannot be read here ({why}).",
