@@ -64,9 +64,9 @@ from omnium.clients.models import Client  # noqa: E402
 from omnium.delivery import health  # noqa: E402
 from omnium.delivery.models import DeliveryAttempt, DeliveryState  # noqa: E402
 from omnium.feeds.models import FeedVersion  # noqa: E402
-from omnium.feeds.tasks import BUILD_COUNTER  # noqa: E402
 from omnium.games.models import Games, OutboxEntry  # noqa: E402
 from omnium.redis_client import redis_client  # noqa: E402
+from omnium.redis_keys import BUILD_COUNTER  # noqa: E402
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES  # noqa: E402
 
 DEADLINE = time.monotonic() + float(os.environ["DEMO_SECONDS"]) if os.environ.get("DEMO_SECONDS") else None
