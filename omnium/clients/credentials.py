@@ -18,10 +18,14 @@ class CredentialError(Exception):
 
 
 def _ring() -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in _ring_keys()])
+
+
+def _ring_keys() -> list:
     if not settings.OMNIUM_CREDENTIAL_KEYS:
         raise CredentialError("this process holds no credential keys (OMNIUM_HOLDS_CREDENTIAL_KEYS=false): only "
                               "the admin and the delivery workers encrypt or decrypt destination credentials")
-    return MultiFernet([Fernet(key) for key in settings.OMNIUM_CREDENTIAL_KEYS])
+    return settings.OMNIUM_CREDENTIAL_KEYS
 
 
 def encrypt(credentials: dict) -> bytes:
@@ -45,3 +49,13 @@ def rotate(token: bytes) -> bytes:
         return _ring().rotate(bytes(token))
     except InvalidToken:
         raise CredentialError("credentials cannot be decrypted with any key in the ring") from None
+
+
+def readable_with_the_first_key_alone(token: bytes) -> bool:
+    """Whether the ring's first key alone decrypts this: once every stored value is, the older
+    keys may be removed from the ring."""
+    try:
+        Fernet(_ring_keys()[0]).decrypt(bytes(token))
+    except InvalidToken:
+        return False
+    return True
