@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from devtools import tcp_forwarder
 from devtools.processes import ROOT, ManagedProcess, start_delivery_worker, start_worker, stop_all
 from omnium.routing import BULK_QUEUES, LIVE_QUEUES
 
@@ -36,7 +37,6 @@ NAMESPACE_PREFIX = "omnium-"
 VETH_PREFIX = "omh"
 # What workers need: PostgreSQL, RabbitMQ, Redis.
 SERVICE_PORTS = (5432, 5672, 6379)
-FORWARDER = [sys.executable, "-m", "devtools.tcp_forwarder"]
 
 
 def _port_of(url: str) -> int | None:
@@ -108,15 +108,14 @@ class WorkerHost:
         return ("ip", "netns", "exec", self.namespace)
 
     def start_forwarders(self, ports: list[int], env: dict, log_dir: Path) -> None:
-        listed = ",".join(map(str, ports))
-        outside = ManagedProcess([*FORWARDER, "--listen", self.host_address, "--to", "127.0.0.1", "--ports", listed],
+        outside = ManagedProcess(tcp_forwarder.command(self.host_address, "127.0.0.1", ports),
                                  f"forward-{self.tag}-{self.name}-out", env, log_dir)
         self.processes.append(outside)
-        outside.wait_for_output("forwarding")
-        inside = ManagedProcess([*self.launcher, *FORWARDER, "--listen", "127.0.0.1", "--to", self.host_address,
-                                 "--ports", listed], f"forward-{self.tag}-{self.name}-in", env, log_dir)
+        outside.wait_for_output(tcp_forwarder.READY)
+        inside = ManagedProcess([*self.launcher, *tcp_forwarder.command("127.0.0.1", self.host_address, ports)],
+                                f"forward-{self.tag}-{self.name}-in", env, log_dir)
         self.processes.append(inside)
-        inside.wait_for_output("forwarding")
+        inside.wait_for_output(tcp_forwarder.READY)
 
     def start_workers(self, env: dict, log_dir: Path, delivery_threads: int) -> None:
         self.processes.append(start_worker(LIVE_QUEUES + BULK_QUEUES, f"build-{self.tag}-{self.name}", 2, env,

@@ -13,8 +13,16 @@ veth cuts the host off.
 import argparse
 import asyncio
 import contextlib
+import sys
 
 CHUNK = 64 * 1024
+READY = "forwarding"  # what it prints once it listens on every port
+
+
+def command(listen: str, target: str, ports: list[int]) -> list[str]:
+    """The command line of a forwarder from `listen` to `target` on each of `ports`."""
+    return [sys.executable, "-m", "devtools.tcp_forwarder", "--listen", listen, "--to", target,
+            "--ports", ",".join(map(str, ports))]
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -44,7 +52,7 @@ async def serve(listen: str, target: str, ports: list[int]) -> None:
             return _forward(reader, writer, target, port)
 
         servers.append(await asyncio.start_server(handle, listen, port, reuse_address=True, backlog=512))
-    print(f"forwarding {listen} -> {target} ports {','.join(map(str, ports))}", flush=True)
+    print(f"{READY} {listen} -> {target} ports {','.join(map(str, ports))}", flush=True)
     await asyncio.gather(*(server.serve_forever() for server in servers))
 
 

@@ -3,7 +3,6 @@ caller, and the outage told once when it begins and once when it ends."""
 
 import logging
 import re
-import sys
 import time
 from urllib.parse import urlsplit
 
@@ -12,6 +11,7 @@ import kombu
 import pytest
 from django.conf import settings
 
+from devtools import tcp_forwarder
 from devtools.loopback.hosts import SilentHost
 from devtools.processes import ManagedProcess, free_port
 from devtools.waiting import wait_until
@@ -95,10 +95,9 @@ FORWARDER_ADDRESS = "127.0.0.77"  # a loopback address of its own: the broker li
 
 
 def start_forwarder(broker_port: int) -> ManagedProcess:
-    forwarder = ManagedProcess([sys.executable, "-m", "devtools.tcp_forwarder", "--listen", FORWARDER_ADDRESS,
-                                "--to", "127.0.0.1", "--ports", str(broker_port)],
+    forwarder = ManagedProcess(tcp_forwarder.command(FORWARDER_ADDRESS, "127.0.0.1", [broker_port]),
                                "outage-forwarder", child_processes.child_environment(), child_processes.LOG_DIR)
-    forwarder.wait_for_output("forwarding")
+    forwarder.wait_for_output(tcp_forwarder.READY)
     return forwarder
 
 

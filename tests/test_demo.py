@@ -61,7 +61,7 @@ def test_make_demo_delivers_with_proof_to_every_healthy_destination_and_leaves_n
         finished = subprocess.run([sys.executable, "scripts/demo.py"], cwd=ROOT, env=env, capture_output=True,
                                   text=True, timeout=600)
     finally:
-        redis.process.stop()
+        redis.stop()
     output = finished.stdout + finished.stderr
     assert finished.returncode == 0, output[-3000:]
 

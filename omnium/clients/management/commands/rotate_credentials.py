@@ -22,15 +22,14 @@ class Command(BaseCommand):
 
     def handle(self, **options):
         outcomes = {"rotated": [], "unreadable": [], "kept changing": [], "gone": []}
-        for pk in Destination.objects.exclude(credentials_encrypted=b"").order_by("pk").values_list("pk", flat=True):
-            outcomes[_rotate(pk)].append(pk)
+        for pk, stored in _stored_credentials():
+            outcomes[_rotate(pk, bytes(stored))].append(pk)
         self.stdout.write(f"re-encrypted the credentials of {len(outcomes['rotated'])} destination(s) with the first key")
         problems = [f"{why}, left as stored: {_named(pks)}" for why, pks in outcomes.items()
                     if why in ("unreadable", "kept changing") and pks]
         if problems:
             raise CommandError("; ".join(problems) + ". Every other destination was re-encrypted.")
-        older = [pk for pk, token in Destination.objects.exclude(credentials_encrypted=b"").values_list(
-            "pk", "credentials_encrypted") if not credentials.readable_with_the_first_key_alone(token)]
+        older = [pk for pk, stored in _stored_credentials() if not credentials.readable_with_the_first_key_alone(stored)]
         if older:
             raise CommandError(f"still encrypted with an older key, saved meanwhile by a process with the old ring: "
                                f"{_named(older)}. Restart every admin and delivery worker with the new ring, then "
@@ -38,18 +37,24 @@ class Command(BaseCommand):
         self.stdout.write("the first key alone reads every destination's credentials: the older keys may be removed")
 
 
-def _rotate(pk: int) -> str:
-    """One row re-encrypted, unless someone else wrote it meanwhile: then read it again."""
+def _stored_credentials():
+    return Destination.objects.exclude(credentials_encrypted=b"").order_by("pk").values_list(
+        "pk", "credentials_encrypted")
+
+
+def _rotate(pk: int, stored: bytes) -> str:
+    """One row re-encrypted, unless someone else wrote it since `stored` was read: then it is
+    read again."""
     for _ in range(ATTEMPTS_PER_ROW):
-        stored = Destination.objects.filter(pk=pk).values_list("credentials_encrypted", flat=True).first()
-        if not stored:
-            return "gone"  # deleted, or its credentials forgotten, meanwhile
         try:
-            fresh = credentials.rotate(bytes(stored))
+            fresh = credentials.rotate(stored)
         except credentials.CredentialError:
             return "unreadable"
-        if Destination.objects.filter(pk=pk, credentials_encrypted=bytes(stored)).update(credentials_encrypted=fresh):
+        if Destination.objects.filter(pk=pk, credentials_encrypted=stored).update(credentials_encrypted=fresh):
             return "rotated"
+        stored = bytes(Destination.objects.filter(pk=pk).values_list("credentials_encrypted", flat=True).first() or b"")
+        if not stored:
+            return "gone"  # deleted, or its credentials forgotten, meanwhile
     return "kept changing"
 
 
